@@ -1,0 +1,111 @@
+package connector
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/iggy/wire"
+)
+
+// Config is what a connector's constructor receives.
+type Config struct {
+	// Key is the connector's key from its configuration file.
+	Key string
+	// Name is the connector's display name.
+	Name string
+	// Plugin is the connector's [plugin_config] table.
+	Plugin PluginConfig
+	// Logger logs with the connector's key attached.
+	Logger *slog.Logger
+	// Verbose asks the connector to log each message it handles (upstream's
+	// `verbose = true`).
+	Verbose bool
+}
+
+// PluginConfig holds a connector's [plugin_config] table as it was parsed.
+type PluginConfig struct {
+	// Values are the table's keys and values (strings, numbers, booleans,
+	// arrays and nested tables).
+	Values map[string]any
+	// Source names where the table came from, for error messages, such as
+	// "connectors/postgres.toml".
+	Source string
+}
+
+// Decode fills v, a pointer to a struct with json tags, from the table. It
+// is strict: a key v does not declare, or a value of the wrong type, is an
+// error naming the source and the key. Use Duration for durations written
+// as "5s" or "1h 30m".
+func (p PluginConfig) Decode(v any) error {
+	raw, err := json.Marshal(p.Values)
+	if err != nil {
+		return p.errorf("", "cannot be read: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typeErr):
+			return p.errorf(typeErr.Field, "is %s, want %s", typeErr.Value, typeErr.Type)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			key := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return p.errorf(key, "is not a setting of this connector")
+		}
+		return p.errorf("", "%v", err)
+	}
+	return nil
+}
+
+func (p PluginConfig) errorf(key, format string, args ...any) error {
+	where := "plugin_config"
+	if key != "" {
+		where += "." + key
+	}
+	if p.Source != "" {
+		where = p.Source + ": " + where
+	}
+	return fmt.Errorf("%s %s", where, fmt.Sprintf(format, args...))
+}
+
+// Required returns an error naming the key when a required setting is empty.
+func (p PluginConfig) Required(key string, value string) error {
+	if value == "" {
+		return p.errorf(key, "is required")
+	}
+	return nil
+}
+
+// Duration is a time.Duration read from a string such as "250ms", "5s" or
+// "1h 30m" (humantime style, as upstream), or from a number of milliseconds.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var ms int64
+		if err := json.Unmarshal(b, &ms); err != nil {
+			return fmt.Errorf("duration %s: want a string such as \"5s\"", b)
+		}
+		*d = Duration(time.Duration(ms) * time.Millisecond)
+		return nil
+	}
+	v, err := wire.ParseHumanDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

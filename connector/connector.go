@@ -1,0 +1,174 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferryhq/ferry/iggy/wire"
+)
+
+// Schema names the format of message payloads, as in upstream's
+// `schema = "..."` stream setting.
+type Schema string
+
+// Schemas known to Ferry.
+const (
+	SchemaJSON       Schema = "json"
+	SchemaRaw        Schema = "raw"
+	SchemaText       Schema = "text"
+	SchemaProto      Schema = "proto"
+	SchemaAvro       Schema = "avro"
+	SchemaFlatBuffer Schema = "flatbuffer"
+)
+
+// Message is one message moving through Ferry.
+type Message struct {
+	// ID is the message id; all zero means Ferry assigns a UUID v7 when it
+	// sends the message to Iggy.
+	ID [16]byte
+	// Headers are Iggy user headers.
+	Headers []wire.Entry
+	// Payload is the message body, in the batch's Schema.
+	Payload []byte
+	// OriginTimestamp is when the message was made; zero means "when sent".
+	OriginTimestamp time.Time
+
+	// The fields below are set on messages a sink consumes.
+
+	Stream, Topic string
+	Partition     uint32
+	Offset        uint64
+	// Timestamp is when the broker appended the message.
+	Timestamp time.Time
+	Checksum  uint64
+}
+
+// Header returns the value of a string-keyed user header.
+func (m *Message) Header(key string) (wire.Value, bool) { return wire.Lookup(m.Headers, key) }
+
+// SetHeader sets a string-keyed user header, replacing an existing one.
+func (m *Message) SetHeader(key string, v wire.Value) {
+	for i := range m.Headers {
+		if e := &m.Headers[i]; e.Key.Kind == wire.KindString && string(e.Key.Data) == key {
+			e.Value = v
+			return
+		}
+	}
+	m.Headers = append(m.Headers, wire.Header(key, v))
+}
+
+// Batch is what a source's Poll returns.
+type Batch struct {
+	// Schema is the format of every payload in the batch. Empty means JSON.
+	Schema   Schema
+	Messages []Message
+	// State is the source's state after this batch (for example the last id
+	// read); nil leaves the saved state as it is. The runtime saves it after
+	// the batch is in Iggy and before Ack, and hands the last saved state to
+	// Open after a restart.
+	State []byte
+}
+
+// Source reads an external system.
+//
+// The runtime calls Open once, then Poll in a loop, one batch at a time:
+// Poll is not called again until the previous batch was acknowledged (Ack)
+// or given up on. Close is called once, after the last Poll returned.
+type Source interface {
+	// Open prepares the source. state is the State of the last batch the
+	// runtime saved, or nil on the first run.
+	Open(ctx context.Context, state []byte) error
+	// Poll blocks until it has messages, then returns them. It returns
+	// ctx.Err() when ctx ends, ErrEndOfInput when there will never be more,
+	// and may return an empty batch to report only a new State. Any other
+	// error counts as a failure of the connector: the runtime logs it and
+	// retries with backoff.
+	Poll(ctx context.Context) (*Batch, error)
+	// Close releases resources.
+	Close(ctx context.Context) error
+}
+
+// Acker is implemented by sources that act when a batch becomes durable,
+// such as deleting rows read or confirming a replication position.
+type Acker interface {
+	// Ack is called after the batch was sent to every configured stream and
+	// its State was saved. An error is logged and counted; the batch is
+	// already delivered and is not sent again.
+	Ack(ctx context.Context, b *Batch) error
+	// Nack is called when sending or saving failed; the runtime will send
+	// the same batch again after a backoff.
+	Nack(ctx context.Context, b *Batch, cause error)
+}
+
+// SinkBatch is what a sink's Consume receives: messages of one partition,
+// in offset order.
+type SinkBatch struct {
+	Stream, Topic string
+	Partition     uint32
+	// Schema is the payload format after the stream's decoding and the
+	// connector's transforms.
+	Schema   Schema
+	Messages []Message
+}
+
+// Sink writes to an external system.
+//
+// The runtime calls Open once, then Consume for each batch, one at a time
+// per stream, then Close. It stores the Iggy consumer offset of a batch only
+// after Consume returned nil for it.
+type Sink interface {
+	Open(ctx context.Context) error
+	// Consume writes the batch. nil means every message is durably written.
+	// An error means none or only some were: the runtime retries the batch
+	// with backoff, so writes should be idempotent (for example keyed by the
+	// message id). Wrap an error with Permanent to skip the retries, and
+	// return a *MessageErrors to say exactly which messages failed.
+	Consume(ctx context.Context, b *SinkBatch) error
+	Close(ctx context.Context) error
+}
+
+// ErrEndOfInput is returned by Poll when a source has nothing more to read;
+// the runtime stops that source cleanly.
+var ErrEndOfInput = errors.New("end of input")
+
+// Permanent marks an error that retrying cannot fix (a rejected record, a
+// 4xx answer); the runtime sends the affected messages to the dead-letter
+// path at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+type permanentError struct{ error }
+
+func (e *permanentError) Unwrap() error { return e.error }
+
+// MessageErrors reports per-message failures of a Consume: the messages
+// not listed were written. Keys are indexes into SinkBatch.Messages.
+type MessageErrors map[int]error
+
+func (m MessageErrors) Error() string {
+	if len(m) == 0 {
+		return "no message failed"
+	}
+	first := -1
+	for i := range m {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	if len(m) == 1 {
+		return fmt.Sprintf("message %d: %v", first, m[first])
+	}
+	return fmt.Sprintf("%d messages failed; first, message %d: %v", len(m), first, m[first])
+}
