@@ -1,0 +1,10 @@
+// Package all registers every built-in connector; import it for its side
+// effect:
+//
+//	import _ "github.com/ferryhq/ferry/connectors/all"
+package all
+
+import (
+	_ "github.com/ferryhq/ferry/connectors/random" // random source
+	_ "github.com/ferryhq/ferry/connectors/stdout" // stdout sink
+)
