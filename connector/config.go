@@ -35,6 +35,9 @@ type PluginConfig struct {
 	// Source names where the table came from, for error messages, such as
 	// "connectors/postgres.toml".
 	Source string
+	// Table is the table's dotted name in errors; empty means
+	// "plugin_config".
+	Table string
 }
 
 // Decode fills v, a pointer to a struct with json tags, from the table. It
@@ -63,7 +66,10 @@ func (p PluginConfig) Decode(v any) error {
 }
 
 func (p PluginConfig) errorf(key, format string, args ...any) error {
-	where := "plugin_config"
+	where := p.Table
+	if where == "" {
+		where = "plugin_config"
+	}
 	if key != "" {
 		where += "." + key
 	}
