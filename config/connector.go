@@ -1,0 +1,384 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Connector is one connector's configuration: one file in config_dir
+// (one version of it), or one entry from the HTTP provider.
+type Connector struct {
+	Type    Kind   // source or sink
+	Key     string // unique per type; letters, digits, '-', '_', '.'
+	Enabled bool
+	Version uint64
+	Name    string
+	// Path names the plugin. Upstream it is a shared library; Ferry maps it
+	// to a built-in or out-of-process connector (see PluginName).
+	Path string
+	// PluginConfigFormat labels PluginConfig for the API (optional).
+	PluginConfigFormat ConfigFormat
+	// PluginConfig is the [plugin_config] table as plain Go values
+	// (map[string]any, []any, string, int64, float64, bool, time.Time),
+	// for the connector to decode with its own spec. Nil when absent.
+	PluginConfig map[string]any
+	// Transforms are the [transforms.*] tables in file order.
+	Transforms []Transform
+	Verbose    bool
+	Benchmark  bool
+	// Producers are a source's [[streams]]; Consumers are a sink's.
+	Producers []ProducerStream
+	Consumers []ConsumerStream
+	// File is the file this version was read from (empty for HTTP).
+	File string
+	// CreatedAt is when this version was created (the file's modification
+	// time for local files); zero when unknown.
+	CreatedAt time.Time
+}
+
+// Transform is one [transforms.<name>] table. Config holds the whole table
+// (including "enabled") for the transform to decode with its own spec.
+type Transform struct {
+	Name    string
+	Enabled bool
+	Config  map[string]any
+}
+
+// TransformNames are the transforms upstream's SDK defines.
+var TransformNames = []string{
+	"add_fields", "delete_fields", "filter_fields", "update_fields",
+	"unwrap_envelope", "proto_convert", "avro_convert", "flatbuffer_convert",
+}
+
+// ProducerStream is a source's [[streams]] entry: where it produces to.
+type ProducerStream struct {
+	Stream         string        `toml:"stream" cfg:"required"`
+	Topic          string        `toml:"topic" cfg:"required"`
+	Schema         Schema        `toml:"schema"`
+	AvroSchemaJSON string        `toml:"avro_schema_json"`
+	AvroSchemaPath string        `toml:"avro_schema_path"`
+	BatchLength    uint32        `toml:"batch_length"`
+	LingerTime     time.Duration `toml:"linger_time"`
+}
+
+func (s *ProducerStream) setDefaults() {
+	s.Schema, s.BatchLength, s.LingerTime = SchemaJSON, 1000, 5*time.Millisecond
+}
+
+func (*ProducerStream) keyHints() map[string]string {
+	return map[string]string{
+		"topics":        `a source produces to one topic: use topic = "name" (add another [[streams]] for more)`,
+		"batch_size":    "use batch_length (renamed in upstream's current format)",
+		"send_interval": "use linger_time (renamed in upstream's current format)",
+		"poll_interval": "poll_interval is a sink key; sources use linger_time",
+	}
+}
+
+// ConsumerStream is a sink's [[streams]] entry: what it consumes, and
+// (Ferry extensions) what happens when the sink fails.
+type ConsumerStream struct {
+	Stream         string        `toml:"stream" cfg:"required"`
+	Topics         []string      `toml:"topics" cfg:"required"`
+	Schema         Schema        `toml:"schema"`
+	AvroSchemaJSON string        `toml:"avro_schema_json"`
+	AvroSchemaPath string        `toml:"avro_schema_path"`
+	BatchLength    uint32        `toml:"batch_length"`
+	PollInterval   time.Duration `toml:"poll_interval"`
+	// ConsumerGroup defaults to "iggy-connect-sink-<key>", as upstream.
+	ConsumerGroup string `toml:"consumer_group"`
+
+	// Ferry extensions: delivery. Offsets are committed only after the
+	// sink accepts a batch. A failing batch is retried MaxRetries times,
+	// waiting RetryBackoff, doubling up to MaxRetryBackoff; then OnError
+	// applies.
+	MaxRetries      uint32        `toml:"max_retries"`
+	RetryBackoff    time.Duration `toml:"retry_backoff"`
+	MaxRetryBackoff time.Duration `toml:"max_retry_backoff"`
+	OnError         ErrorPolicy   `toml:"on_error"`
+	// DeadLetterStream and DeadLetterTopic receive the failed messages
+	// when OnError is "dead_letter". The stream defaults to Stream; the
+	// topic defaults to "<key>_dead_letter".
+	DeadLetterStream string `toml:"dead_letter_stream"`
+	DeadLetterTopic  string `toml:"dead_letter_topic"`
+}
+
+// Default delivery settings of a sink stream (Ferry extensions).
+const (
+	DefaultMaxRetries      = 3
+	DefaultRetryBackoff    = 100 * time.Millisecond
+	DefaultMaxRetryBackoff = 10 * time.Second
+)
+
+func (s *ConsumerStream) setDefaults() {
+	s.Schema, s.BatchLength, s.PollInterval = SchemaJSON, 1000, 5*time.Millisecond
+	s.MaxRetries, s.RetryBackoff, s.MaxRetryBackoff = DefaultMaxRetries, DefaultRetryBackoff, DefaultMaxRetryBackoff
+	s.OnError = PolicyStop
+}
+
+func (*ConsumerStream) keyHints() map[string]string {
+	return map[string]string{
+		"topic":       `a sink reads a list of topics: use topics = ["name"]`,
+		"batch_size":  "use batch_length (renamed in upstream's current format)",
+		"linger_time": "linger_time is a source key; sinks use poll_interval",
+	}
+}
+
+// DefaultConsumerGroup is the consumer group of a sink that names none.
+func DefaultConsumerGroup(key string) string { return "iggy-connect-sink-" + key }
+
+// PluginName is the connector implementation Path names: the file name
+// without directories, "lib" prefix, "iggy_connector_" prefix, "_source" /
+// "_sink" suffix or library extension. "target/release/libiggy_connector_
+// random_source" and "random" both give "random".
+func (c *Connector) PluginName() string {
+	n := filepath.Base(filepath.ToSlash(c.Path))
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		n = n[i+1:]
+	}
+	for _, ext := range []string{".so", ".dylib", ".dll"} {
+		n = strings.TrimSuffix(n, ext)
+	}
+	n = strings.TrimPrefix(n, "lib")
+	n = strings.TrimPrefix(n, "iggy_connector_")
+	n = strings.TrimSuffix(n, "_"+string(c.Type))
+	return n
+}
+
+// connectorDoc is the shape of a connector file shared by both kinds.
+type connectorDoc struct {
+	Type               Kind           `toml:"type" cfg:"required,noenv"`
+	Key                string         `toml:"key" cfg:"required,noenv"`
+	Enabled            bool           `toml:"enabled"`
+	Version            uint64         `toml:"version"`
+	Name               string         `toml:"name"`
+	Path               string         `toml:"path"`
+	PluginConfigFormat ConfigFormat   `toml:"plugin_config_format"`
+	PluginConfig       map[string]any `toml:"plugin_config" cfg:"noenv"`
+	Transforms         transforms     `toml:"transforms" cfg:"noenv"`
+	Verbose            bool           `toml:"verbose"`
+	Benchmark          bool           `toml:"benchmark"`
+}
+
+func (*connectorDoc) keyHints() map[string]string {
+	return map[string]string{
+		"config":        "use [plugin_config] (older upstream releases used [config])",
+		"config_format": "use plugin_config_format (older upstream releases used config_format)",
+		"id":            "use key (older upstream releases used id)",
+	}
+}
+
+type sourceDoc struct {
+	connectorDoc
+	Streams []ProducerStream `toml:"streams" cfg:"required"`
+}
+
+type sinkDoc struct {
+	connectorDoc
+	Streams []ConsumerStream `toml:"streams" cfg:"required"`
+}
+
+// transforms decodes [transforms.*] keeping file order.
+type transforms []Transform
+
+func (ts *transforms) bindFrom(b *binder, p path, v any) {
+	t, ok := v.(*table)
+	if !ok {
+		b.fail(p, "expected a table of transforms such as [transforms.add_fields], got %s", typeName(v))
+		return
+	}
+	for _, name := range t.keys {
+		tp := p.key(name)
+		if !slices.Contains(TransformNames, name) {
+			msg := "unknown transform"
+			if s := suggest(name, TransformNames); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			} else {
+				msg += "; known transforms: " + strings.Join(TransformNames, ", ")
+			}
+			b.fail(tp, "%s", msg)
+			continue
+		}
+		tt, ok := t.vals[name].(*table)
+		if !ok {
+			b.fail(tp, "expected a table [transforms.%s], got %s", name, typeName(t.vals[name]))
+			continue
+		}
+		tr := Transform{Name: name, Enabled: true, Config: tt.plain()}
+		if ev, ok := tt.get("enabled"); ok {
+			bv, isBool := ev.(bool)
+			if !isBool {
+				b.fail(tp.key("enabled"), "expected true or false, got %s", describe(ev))
+				continue
+			}
+			tr.Enabled = bv
+		}
+		*ts = append(*ts, tr)
+	}
+}
+
+// bindConnector decodes a connector document. kind, when not empty, is the
+// type the caller expects (the HTTP provider knows it from the response);
+// key likewise.
+func bindConnector(b *binder, t *table, kind Kind, key string) *Connector {
+	if kind == "" {
+		tv, ok := t.get("type")
+		if !ok {
+			b.fail(path{"type"}, `required key is missing; expected "source" or "sink"`)
+			return nil
+		}
+		s, _ := tv.(string)
+		k, err := canonical(Kind(""), s)
+		if err != nil {
+			if _, isStr := tv.(string); !isStr {
+				b.fail(path{"type"}, `expected "source" or "sink", got %s`, describe(tv))
+			} else {
+				b.fail(path{"type"}, "%v", err)
+			}
+			return nil
+		}
+		kind = Kind(k)
+	} else if !t.has("type") {
+		t.set("type", string(kind))
+	}
+	if key != "" && !t.has("key") {
+		t.set("key", key)
+	}
+	var c Connector
+	switch kind {
+	case KindSource:
+		d := sourceDoc{connectorDoc: connectorDoc{Enabled: true}}
+		b.bindStruct(path{}, t, reflect.ValueOf(&d).Elem())
+		c = d.connector()
+		c.Producers = d.Streams
+	default:
+		d := sinkDoc{connectorDoc: connectorDoc{Enabled: true}}
+		b.bindStruct(path{}, t, reflect.ValueOf(&d).Elem())
+		c = d.connector()
+		c.Consumers = d.Streams
+	}
+	if c.Type != kind && c.Type != "" {
+		b.fail(path{"type"}, "expected %q here, got %q", kind, c.Type)
+	}
+	c.Type = kind
+	if key != "" && c.Key != key {
+		b.fail(path{"key"}, "expected %q (the key it is listed under), got %q", key, c.Key)
+	}
+	return &c
+}
+
+func (t *table) has(k string) bool { _, ok := t.vals[k]; return ok }
+
+func (d *connectorDoc) connector() Connector {
+	return Connector{
+		Type: d.Type, Key: d.Key, Enabled: d.Enabled, Version: d.Version, Name: d.Name, Path: d.Path,
+		PluginConfigFormat: d.PluginConfigFormat, PluginConfig: d.PluginConfig,
+		Transforms: []Transform(d.Transforms), Verbose: d.Verbose, Benchmark: d.Benchmark,
+	}
+}
+
+// finish fills the defaults that depend on other keys.
+func (c *Connector) finish() {
+	if c.Name == "" {
+		c.Name = c.Key
+	}
+	for i := range c.Consumers {
+		s := &c.Consumers[i]
+		if s.ConsumerGroup == "" {
+			s.ConsumerGroup = DefaultConsumerGroup(c.Key)
+		}
+		if s.OnError == PolicyDeadLetter {
+			if s.DeadLetterStream == "" {
+				s.DeadLetterStream = s.Stream
+			}
+			if s.DeadLetterTopic == "" {
+				s.DeadLetterTopic = c.Key + "_dead_letter"
+			}
+		}
+	}
+}
+
+// ValidKey reports whether key is a valid connector key: 1 to 128 bytes
+// of ASCII letters, digits, '-', '_' and '.', starting with a letter or a
+// digit (upstream's rule; the key becomes part of file names and URLs).
+func ValidKey(key string) bool {
+	if key == "" || len(key) > 128 || !isAlnum(key[0]) {
+		return false
+	}
+	for i := 1; i < len(key); i++ {
+		if c := key[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// validate checks what the types alone do not.
+func (c *Connector) validate(b *binder) {
+	if c.Key != "" && !ValidKey(c.Key) {
+		b.fail(path{"key"}, "expected 1 to 128 letters, digits, '-', '_' or '.', starting with a letter or digit; got %q", c.Key)
+	}
+	sp := path{"streams"}
+	if b.has(sp) && len(c.Producers)+len(c.Consumers) == 0 {
+		b.fail(sp, "expected at least one [[streams]] entry")
+	}
+	for i, s := range c.Producers {
+		p := sp.index(i)
+		nonEmpty(b, p.key("stream"), s.Stream)
+		nonEmpty(b, p.key("topic"), s.Topic)
+		checkBatch(b, p.key("batch_length"), s.BatchLength)
+		checkAvro(b, p, s.AvroSchemaJSON, s.AvroSchemaPath)
+	}
+	for i, s := range c.Consumers {
+		p := sp.index(i)
+		nonEmpty(b, p.key("stream"), s.Stream)
+		if b.has(p.key("topics")) && len(s.Topics) == 0 {
+			b.fail(p.key("topics"), "expected at least one topic")
+		}
+		for j, t := range s.Topics {
+			nonEmpty(b, p.key("topics").index(j), t)
+		}
+		checkBatch(b, p.key("batch_length"), s.BatchLength)
+		checkAvro(b, p, s.AvroSchemaJSON, s.AvroSchemaPath)
+		if s.PollInterval <= 0 {
+			b.fail(p.key("poll_interval"), `expected a duration above zero, such as "5ms"`)
+		}
+		if s.MaxRetryBackoff < s.RetryBackoff {
+			b.fail(p.key("max_retry_backoff"), "must not be shorter than retry_backoff (%s)", FormatDuration(s.RetryBackoff))
+		}
+		if s.OnError != PolicyDeadLetter {
+			for _, k := range []string{"dead_letter_stream", "dead_letter_topic"} {
+				if b.has(p.key(k)) {
+					b.fail(p.key(k), `only used with on_error = "dead_letter"`)
+				}
+			}
+		} else if s.DeadLetterStream == s.Stream && slices.Contains(s.Topics, s.DeadLetterTopic) {
+			b.fail(p.key("dead_letter_topic"), "must differ from the topics the sink reads, or failed messages would be consumed again")
+		}
+	}
+}
+
+func nonEmpty(b *binder, p path, s string) {
+	if strings.TrimSpace(s) == "" && b.has(p) {
+		b.fail(p, "expected a non-empty string")
+	}
+}
+
+func checkBatch(b *binder, p path, n uint32) {
+	if n == 0 {
+		b.fail(p, "expected an integer of at least 1")
+	}
+}
+
+func checkAvro(b *binder, p path, inline, file string) {
+	if inline != "" && file != "" {
+		b.fail(p.key("avro_schema_path"), "set either avro_schema_json or avro_schema_path, not both")
+	}
+}

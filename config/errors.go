@@ -1,0 +1,178 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrNotFound: the connector or the version does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrActiveVersion: the version is the active one and cannot be deleted;
+	// activate another version first.
+	ErrActiveVersion = errors.New("version is active")
+	// ErrInvalid: the configuration does not validate; the error also
+	// carries an Errors list naming each problem.
+	ErrInvalid = errors.New("invalid configuration")
+)
+
+// FieldError is one problem at one key of one configuration source.
+type FieldError struct {
+	// File is where the value came from: a file path, a URL, or "" when the
+	// value came from an environment variable only.
+	File string
+	// Line is the 1-based line of the key in File, or 0 when unknown.
+	Line int
+	// Key is the dotted path of the key, with list indexes, e.g.
+	// "streams[1].linger_time". Empty for whole-file problems.
+	Key string
+	// Var is the environment variable that set the value, if any.
+	Var string
+	// Msg says what is wrong and what was expected.
+	Msg string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
+	}
+	if e.Var != "" {
+		b.WriteString("environment variable " + e.Var)
+		if e.Key != "" {
+			b.WriteString(" (" + e.Key + ")")
+		}
+		b.WriteString(": ")
+	} else if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is makes every FieldError match ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Errors is a list of configuration problems, in the order they were found.
+// A loader returns all the problems of a source at once, not just the first.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	switch len(es) {
+	case 0:
+		return "no errors"
+	case 1:
+		return es[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d configuration errors:", len(es))
+	for _, e := range es {
+		b.WriteString("\n  " + e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap gives errors.Is and errors.As access to each FieldError.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// Is makes a non-empty Errors match ErrInvalid.
+func (es Errors) Is(target error) bool { return target == ErrInvalid && len(es) > 0 }
+
+// err returns es as an error, or nil when empty.
+func (es Errors) err() error {
+	if len(es) == 0 {
+		return nil
+	}
+	return es
+}
+
+// path is a key path inside a document: strings are keys, ints are list
+// indexes.
+type path []any
+
+func (p path) key(k string) path { return append(p[:len(p):len(p)], k) }
+func (p path) index(i int) path  { return append(p[:len(p):len(p)], i) }
+
+// String renders the path as "a.b[2].c".
+func (p path) String() string {
+	var b strings.Builder
+	for _, el := range p {
+		switch v := el.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(v) + "]")
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(quoteKey(v))
+		}
+	}
+	return b.String()
+}
+
+// quoteKey quotes a TOML key when it is not a bare key.
+func quoteKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
+// suggest returns the candidate closest to s, or "" when none is close.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	ls := strings.ToLower(s)
+	for _, c := range candidates {
+		lc := strings.ToLower(c)
+		d := levenshtein(ls, lc)
+		if len(ls) >= 4 && len(lc) >= 4 && (strings.HasPrefix(lc, ls) || strings.HasPrefix(ls, lc)) {
+			d = min(d, 1) // a shortened or lengthened key
+		}
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	limit := max(2, len(s)/3)
+	if bestD <= limit {
+		return best
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	ar, br := []rune(a), []rune(b)
+	prev := make([]int, len(br)+1)
+	cur := make([]int, len(br)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ar); i++ {
+		cur[0] = i
+		for j := 1; j <= len(br); j++ {
+			cost := 1
+			if ar[i-1] == br[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(br)]
+}

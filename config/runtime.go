@@ -1,0 +1,377 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Runtime is the connector runtime's config.toml: the same sections and
+// keys as upstream's runtime, plus Ferry's extensions (marked below).
+type Runtime struct {
+	HTTP       HTTP       `toml:"http"`
+	Iggy       Iggy       `toml:"iggy"`
+	Connectors Connectors `toml:"connectors"`
+	State      State      `toml:"state"`
+	Telemetry  Telemetry  `toml:"telemetry"`
+	Logging    Logging    `toml:"logging"`
+
+	// File is the config file this was loaded from, made absolute; empty
+	// when no file was read.
+	File string `toml:"-"`
+	// Warnings are problems that do not stop loading, such as an
+	// IGGY_CONNECTORS_* variable that addresses no known key.
+	Warnings []string `toml:"-"`
+
+	env Env // the environment the config was loaded with (.env included)
+}
+
+// Env returns the environment the configuration was loaded with, including
+// the variables of the .env file; providers apply connector overrides from
+// it.
+func (r *Runtime) Env() Env { return r.env }
+
+// Iggy is the [iggy] section: how to reach the Iggy server.
+type Iggy struct {
+	// Address is host:port of the server. Ferry extension: "" or
+	// "embedded" runs Ferry's embedded broker in-process (the default).
+	Address  string  `toml:"address"`
+	Username string  `toml:"username"`
+	Password string  `toml:"password" cfg:"secret"`
+	Token    string  `toml:"token" cfg:"secret"` // personal access token; used instead of username/password when set
+	TLS      IggyTLS `toml:"tls"`
+	// CreateMissing (Ferry extension) creates the streams and topics named
+	// by connectors when they do not exist. Upstream requires them to exist.
+	CreateMissing bool `toml:"create_missing"`
+}
+
+// Embedded reports whether the runtime should use the embedded broker.
+func (i Iggy) Embedded() bool {
+	a := strings.TrimSpace(i.Address)
+	return a == "" || strings.EqualFold(a, "embedded")
+}
+
+// IggyTLS is [iggy.tls].
+type IggyTLS struct {
+	Enabled bool   `toml:"enabled"`
+	CAFile  string `toml:"ca_file"`
+	Domain  string `toml:"domain"`
+}
+
+// HTTP is the [http] section: the runtime's management API.
+type HTTP struct {
+	Enabled bool        `toml:"enabled"`
+	Address string      `toml:"address"`
+	APIKey  string      `toml:"api_key" cfg:"secret"` // sent as the api-key header; empty disables auth
+	CORS    CORS        `toml:"cors"`
+	Metrics HTTPMetrics `toml:"metrics"`
+	TLS     HTTPTLS     `toml:"tls"`
+}
+
+// CORS is [http.cors].
+type CORS struct {
+	Enabled             bool     `toml:"enabled"`
+	AllowedMethods      []string `toml:"allowed_methods"`
+	AllowedOrigins      []string `toml:"allowed_origins"`
+	AllowedHeaders      []string `toml:"allowed_headers"`
+	ExposedHeaders      []string `toml:"exposed_headers"`
+	AllowCredentials    bool     `toml:"allow_credentials"`
+	AllowPrivateNetwork bool     `toml:"allow_private_network"`
+}
+
+// HTTPMetrics is [http.metrics]: the Prometheus endpoint.
+type HTTPMetrics struct {
+	Enabled  bool   `toml:"enabled"`
+	Endpoint string `toml:"endpoint"`
+}
+
+// HTTPTLS is [http.tls].
+type HTTPTLS struct {
+	Enabled  bool   `toml:"enabled"`
+	CertFile string `toml:"cert_file"`
+	KeyFile  string `toml:"key_file"`
+}
+
+// Connectors is the [connectors] section: where connector configurations
+// come from. ConfigType "local" uses ConfigDir; "http" uses the other keys.
+type Connectors struct {
+	ConfigType ProviderType `toml:"config_type"`
+	// local
+	ConfigDir string `toml:"config_dir"`
+	// http
+	BaseURL        string            `toml:"base_url"`
+	Timeout        time.Duration     `toml:"timeout"`
+	RequestHeaders map[string]string `toml:"request_headers" cfg:"secret,noenv"`
+	URLTemplates   map[string]string `toml:"url_templates" cfg:"noenv"`
+	Response       Response          `toml:"response"`
+	Retry          Retry             `toml:"retry"`
+}
+
+// Response is [connectors.response]: where the payload and the error are
+// in the HTTP provider's JSON responses (dot-separated keys, numeric
+// segments index arrays).
+type Response struct {
+	DataPath  string `toml:"data_path"`
+	ErrorPath string `toml:"error_path"`
+}
+
+// Retry is a retry policy with exponential backoff. MaxAttempts counts
+// retries after the first request.
+type Retry struct {
+	Enabled           bool          `toml:"enabled"`
+	MaxAttempts       uint32        `toml:"max_attempts"`
+	InitialBackoff    time.Duration `toml:"initial_backoff"`
+	MaxBackoff        time.Duration `toml:"max_backoff"`
+	BackoffMultiplier uint32        `toml:"backoff_multiplier"`
+}
+
+// Backoff returns the wait before retry n (0-based): InitialBackoff times
+// BackoffMultiplier^n, capped at MaxBackoff.
+func (r Retry) Backoff(n int) time.Duration {
+	d := r.InitialBackoff
+	m := time.Duration(max(r.BackoffMultiplier, 1))
+	for i := 0; i < n && d < r.MaxBackoff; i++ {
+		if d > r.MaxBackoff/m {
+			d = r.MaxBackoff
+			break
+		}
+		d *= m
+	}
+	if r.MaxBackoff > 0 && d > r.MaxBackoff {
+		d = r.MaxBackoff
+	}
+	return d
+}
+
+// State is the [state] section: where sources keep their checkpoints.
+type State struct {
+	Path    string       `toml:"path"`
+	Storage StateStorage `toml:"storage"`
+	HTTP    StateHTTP    `toml:"http"`
+}
+
+// StateHTTP is [state.http], used when Storage is "http".
+type StateHTTP struct {
+	URL            string            `toml:"url" cfg:"secret"` // may carry credentials in its query
+	LoadMethod     LoadMethod        `toml:"load_method"`
+	SaveMethod     SaveMethod        `toml:"save_method"`
+	Timeout        time.Duration     `toml:"timeout"`
+	RequestHeaders map[string]string `toml:"request_headers" cfg:"secret,noenv"`
+	Retry          Retry             `toml:"retry"`
+}
+
+// Telemetry is the [telemetry] section (OpenTelemetry export).
+type Telemetry struct {
+	Enabled     bool            `toml:"enabled"`
+	ServiceName string          `toml:"service_name"`
+	Logs        TelemetryTarget `toml:"logs"`
+	Traces      TelemetryTarget `toml:"traces"`
+}
+
+// TelemetryTarget is [telemetry.logs] or [telemetry.traces].
+type TelemetryTarget struct {
+	Transport Transport `toml:"transport"`
+	Endpoint  string    `toml:"endpoint"`
+}
+
+// Logging is the [logging] section.
+type Logging struct {
+	Format LogFormat `toml:"format"`
+	// Level (Ferry extension) is the minimum level logged.
+	Level LogLevel `toml:"level"`
+}
+
+// Default returns the configuration used for every key a file leaves out:
+// upstream's defaults, except that the Iggy address defaults to the
+// embedded broker.
+func Default() *Runtime {
+	return &Runtime{
+		HTTP: HTTP{
+			Enabled: true,
+			Address: "127.0.0.1:8081",
+			CORS: CORS{
+				AllowedMethods: []string{"GET", "POST", "PUT", "DELETE"},
+				AllowedOrigins: []string{"*"},
+				AllowedHeaders: []string{"content-type"},
+			},
+			Metrics: HTTPMetrics{Endpoint: "/metrics"},
+		},
+		Iggy: Iggy{Username: "iggy", Password: "iggy"},
+		Connectors: Connectors{
+			ConfigType: ProviderLocal,
+			Timeout:    10 * time.Second,
+			Retry: Retry{
+				Enabled: true, MaxAttempts: 3, InitialBackoff: time.Second,
+				MaxBackoff: 30 * time.Second, BackoffMultiplier: 2,
+			},
+		},
+		State: State{
+			Path:    "local_state",
+			Storage: StorageFile,
+			HTTP: StateHTTP{
+				LoadMethod: "get", SaveMethod: "put", Timeout: 5 * time.Second,
+				Retry: Retry{
+					Enabled: true, MaxAttempts: 4, InitialBackoff: 200 * time.Millisecond,
+					MaxBackoff: 2 * time.Second, BackoffMultiplier: 2,
+				},
+			},
+		},
+		Telemetry: Telemetry{
+			ServiceName: "iggy-connectors",
+			Logs:        TelemetryTarget{Transport: "grpc", Endpoint: "http://localhost:4317"},
+			Traces:      TelemetryTarget{Transport: "grpc", Endpoint: "http://localhost:4317"},
+		},
+		Logging: Logging{Format: LogText, Level: "info"},
+		env:     OSEnv(),
+	}
+}
+
+// Runtime keys allowed for one connectors.config_type only.
+var (
+	localOnlyKeys = []string{"config_dir"}
+	httpOnlyKeys  = []string{"base_url", "timeout", "request_headers", "url_templates", "response", "retry"}
+)
+
+// validate checks the values that types alone do not. b has the file and
+// the keys present in it.
+func (r *Runtime) validate(b *binder) {
+	p := path{}
+	c := r.Connectors
+	cp := p.key("connectors")
+	switch c.ConfigType {
+	case ProviderLocal:
+		for _, k := range httpOnlyKeys {
+			if b.has(cp.key(k)) {
+				b.fail(cp.key(k), `only used with config_type = "http"; remove it or set config_type = "http"`)
+			}
+		}
+		if c.ConfigDir == "" {
+			b.fail(cp.key("config_dir"), `required with config_type = "local": the directory of connector files`)
+		}
+	case ProviderHTTP:
+		for _, k := range localOnlyKeys {
+			if b.has(cp.key(k)) {
+				b.fail(cp.key(k), `only used with config_type = "local"; remove it or set config_type = "local"`)
+			}
+		}
+		checkURL(b, cp.key("base_url"), c.BaseURL, true)
+		for name := range c.URLTemplates {
+			if _, ok := defaultTemplates[name]; !ok {
+				msg := "unknown URL template"
+				if s := suggest(name, templateNames()); s != "" {
+					msg += ", did you mean " + strconv.Quote(s) + "?"
+				} else {
+					msg += "; known templates: " + strings.Join(templateNames(), ", ")
+				}
+				b.fail(cp.key("url_templates").key(name), "%s", msg)
+			}
+		}
+		checkPositive(b, cp.key("timeout"), c.Timeout)
+		validateRetry(b, cp.key("retry"), c.Retry)
+	}
+	if !r.Iggy.Embedded() {
+		checkHostPort(b, p.key("iggy").key("address"), r.Iggy.Address, `or "embedded" for the in-process broker`)
+	}
+	h := r.HTTP
+	hp := p.key("http")
+	if h.Enabled {
+		checkHostPort(b, hp.key("address"), h.Address, "")
+	}
+	if h.TLS.Enabled {
+		if h.TLS.CertFile == "" {
+			b.fail(hp.key("tls").key("cert_file"), "required when http.tls.enabled = true")
+		}
+		if h.TLS.KeyFile == "" {
+			b.fail(hp.key("tls").key("key_file"), "required when http.tls.enabled = true")
+		}
+	}
+	if h.Metrics.Enabled && !strings.HasPrefix(h.Metrics.Endpoint, "/") {
+		b.fail(hp.key("metrics").key("endpoint"), `expected a path starting with "/", got %q`, h.Metrics.Endpoint)
+	}
+	for i, m := range h.CORS.AllowedMethods {
+		if m != "" && !validMethod(m) {
+			b.fail(hp.key("cors").key("allowed_methods").index(i), "expected an HTTP method such as GET, POST, PUT, DELETE; got %q", m)
+		}
+	}
+	for i, o := range h.CORS.AllowedOrigins {
+		if o == "*" && i > 0 {
+			b.fail(hp.key("cors").key("allowed_origins").index(i), `"*" allows any origin only as the first and only entry`)
+		}
+	}
+	sp := p.key("state")
+	if r.State.Path == "" && r.State.Storage == StorageFile {
+		b.fail(sp.key("path"), "required: the directory for source state files")
+	}
+	if r.State.Storage == StorageHTTP {
+		checkURL(b, sp.key("http").key("url"), r.State.HTTP.URL, false)
+		checkPositive(b, sp.key("http").key("timeout"), r.State.HTTP.Timeout)
+		validateRetry(b, sp.key("http").key("retry"), r.State.HTTP.Retry)
+	}
+}
+
+func validateRetry(b *binder, p path, r Retry) {
+	if !r.Enabled {
+		return
+	}
+	if r.BackoffMultiplier == 0 {
+		b.fail(p.key("backoff_multiplier"), "expected an integer of at least 1")
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		b.fail(p.key("max_backoff"), "must not be shorter than initial_backoff (%s)", FormatDuration(r.InitialBackoff))
+	}
+}
+
+func checkPositive(b *binder, p path, d time.Duration) {
+	if d <= 0 {
+		b.fail(p, `expected a duration above zero, such as "10s"`)
+	}
+}
+
+// checkURL checks an http(s) URL without echoing it (it may hold secrets).
+func checkURL(b *binder, p path, s string, required bool) {
+	if s == "" {
+		if required {
+			b.fail(p, `required: an http:// or https:// URL`)
+		} else {
+			b.fail(p, `required when storage = "http": an http:// or https:// URL`)
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		b.fail(p, "expected an http:// or https:// URL with a host")
+	}
+}
+
+func checkHostPort(b *binder, p path, s, extra string) {
+	host, port, err := net.SplitHostPort(s)
+	if err == nil {
+		n, perr := strconv.Atoi(port)
+		if perr == nil && n > 0 && n < 65536 && host != "" {
+			return
+		}
+	}
+	msg := `expected host:port such as "127.0.0.1:8090"`
+	if extra != "" {
+		msg += " " + extra
+	}
+	b.fail(p, "%s, got %q", msg, s)
+}
+
+func validMethod(m string) bool {
+	switch strings.ToUpper(m) {
+	case "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "CONNECT", "PATCH", "TRACE":
+		return true
+	}
+	return false
+}
+
+// keyHints points users of older upstream layouts to the current keys.
+func (r *Runtime) keyHints() map[string]string {
+	return map[string]string{
+		"sinks":   "connectors are configured one per file in connectors.config_dir (older upstream releases used [sinks.*] here)",
+		"sources": "connectors are configured one per file in connectors.config_dir (older upstream releases used [sources.*] here)",
+	}
+}

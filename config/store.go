@@ -1,0 +1,282 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// ActiveVersionsFile is the file in config_dir that records the active
+// version of each connector (upstream's name and format).
+const ActiveVersionsFile = ".active_versions.toml"
+
+// Store is the local provider: one file per connector version in a
+// directory, as described in the package documentation. It reads the
+// directory on every call, so edits made by hand are seen at once; writes
+// are atomic. It is safe for concurrent use by one process.
+type Store struct {
+	dir string
+	env Env
+	mu  sync.Mutex // serializes writes
+}
+
+var _ Provider = (*Store)(nil)
+
+// OpenStore opens the connector directory dir, creating it when missing
+// (as upstream does).
+func OpenStore(dir string, opts ...Option) (*Store, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("connectors.config_dir is empty: %w", ErrInvalid)
+	}
+	o := buildOptions(opts)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create connectors directory: %w", err)
+	}
+	return &Store{dir: dir, env: o.env}, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close does nothing; a Store holds no resources.
+func (s *Store) Close() error { return nil }
+
+// Load returns the active version of every connector in the directory.
+func (s *Store) Load(ctx context.Context) (*ConnectorSet, error) {
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return nil, err
+	}
+	set := &ConnectorSet{Errors: sc.errs}
+	for id, vs := range sc.versions {
+		n, explicit, _ := active(id, vs, av)
+		i := slices.IndexFunc(vs, func(c *Connector) bool { return c.Version == n })
+		if i < 0 {
+			if !explicit || hasError(sc.errs, id) {
+				continue
+			}
+			set.Errors = append(set.Errors, &LoadError{File: s.activePath(), Type: id.kind, Key: id.key,
+				Err: fmt.Errorf("active version %d does not exist (versions: %s); activate an existing version", n, versionList(vs))})
+			continue
+		}
+		set.Connectors = append(set.Connectors, vs[i])
+	}
+	set.Warnings = envWarnings(sc.names, sc.known, set.Connectors)
+	set.sort()
+	return set, nil
+}
+
+// Versions lists the versions of a connector, lowest first.
+func (s *Store) Versions(ctx context.Context, kind Kind, key string) ([]VersionInfo, error) {
+	if err := checkKindKey(kind, key); err != nil {
+		return nil, err
+	}
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return nil, err
+	}
+	id := connID{kind, key}
+	vs := sc.versions[id]
+	if len(vs) == 0 {
+		return nil, notFound(kind, key, nil)
+	}
+	n, _, _ := active(id, vs, av)
+	out := make([]VersionInfo, len(vs))
+	for i, c := range vs {
+		out[i] = VersionInfo{Version: c.Version, Active: c.Version == n, CreatedAt: c.CreatedAt}
+	}
+	return out, nil
+}
+
+// Get returns one version of a connector.
+func (s *Store) Get(ctx context.Context, kind Kind, key string, version uint64) (*Connector, error) {
+	if err := checkKindKey(kind, key); err != nil {
+		return nil, err
+	}
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range sc.versions[connID{kind, key}] {
+		if c.Version == version {
+			return c, nil
+		}
+	}
+	return nil, notFound(kind, key, &version)
+}
+
+// Active returns the active version of a connector.
+func (s *Store) Active(ctx context.Context, kind Kind, key string) (*Connector, error) {
+	if err := checkKindKey(kind, key); err != nil {
+		return nil, err
+	}
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return nil, err
+	}
+	id := connID{kind, key}
+	n, _, ok := active(id, sc.versions[id], av)
+	if !ok {
+		return nil, notFound(kind, key, nil)
+	}
+	for _, c := range sc.versions[id] {
+		if c.Version == n {
+			return c, nil
+		}
+	}
+	return nil, notFound(kind, key, &n)
+}
+
+// SetActive records version as the active one in .active_versions.toml.
+// The change takes effect when the runtime next loads the connector.
+func (s *Store) SetActive(ctx context.Context, kind Kind, key string, version uint64) error {
+	if err := checkKindKey(kind, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.Get(ctx, kind, key, version); err != nil {
+		return err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return err
+	}
+	av.m(kind)[key] = version
+	return s.writeActive(av)
+}
+
+// Create saves c as a new version of its connector, numbered one above the
+// highest existing version (0 for the first), in <type>_<key>_<version>.toml.
+// Before validation, zero values that have a default take it: schema,
+// batch_length, linger_time, poll_interval, retry_backoff,
+// max_retry_backoff, on_error, consumer_group and name. The file is
+// validated as the loader would read it, then written atomically. The
+// returned connector is the saved version as loaded (with environment
+// overrides).
+func (s *Store) Create(ctx context.Context, c *Connector) (*Connector, error) {
+	if c == nil {
+		return nil, fmt.Errorf("create connector: nil: %w", ErrInvalid)
+	}
+	if err := checkKindKey(c.Type, c.Key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	next := uint64(0)
+	if vs := sc.versions[connID{c.Type, c.Key}]; len(vs) > 0 {
+		next = vs[len(vs)-1].Version + 1
+	}
+	n := *c
+	n.Version = next
+	n.fillZeroDefaults()
+	file := filepath.Join(s.dir, fmt.Sprintf("%s_%s_%d.toml", n.Type, n.Key, next))
+	data, err := n.MarshalTOML()
+	if err != nil {
+		return nil, err
+	}
+	// Validate the bytes as they will be read, without overrides.
+	if _, err := ParseConnector(file, data, WithEnv(MapEnv(nil))); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(file); err == nil {
+		return nil, fmt.Errorf("create %s: the file exists but does not hold a readable version %d; move it away: %w", file, next, fs.ErrExist)
+	}
+	if err := writeFileAtomic(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	saved, _, err := s.readFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read back %s: %w", file, err)
+	}
+	return saved, nil
+}
+
+// CreateTOML saves the connector file in data (type and key inside) as a
+// new version; see Create.
+func (s *Store) CreateTOML(ctx context.Context, data []byte) (*Connector, error) {
+	c, err := ParseConnector("new connector version", data, WithEnv(MapEnv(nil)))
+	if err != nil {
+		return nil, err
+	}
+	return s.Create(ctx, c)
+}
+
+// fillZeroDefaults gives zero-valued fields their defaults.
+func (c *Connector) fillZeroDefaults() {
+	var pd ProducerStream
+	pd.setDefaults()
+	for i := range c.Producers {
+		s := &c.Producers[i]
+		s.Schema = cmpOr(s.Schema, pd.Schema)
+		s.BatchLength = cmpOr(s.BatchLength, pd.BatchLength)
+		s.LingerTime = cmpOr(s.LingerTime, pd.LingerTime)
+	}
+	var cd ConsumerStream
+	cd.setDefaults()
+	for i := range c.Consumers {
+		s := &c.Consumers[i]
+		s.Schema = cmpOr(s.Schema, cd.Schema)
+		s.BatchLength = cmpOr(s.BatchLength, cd.BatchLength)
+		s.PollInterval = cmpOr(s.PollInterval, cd.PollInterval)
+		s.RetryBackoff = cmpOr(s.RetryBackoff, cd.RetryBackoff)
+		s.MaxRetryBackoff = cmpOr(s.MaxRetryBackoff, cd.MaxRetryBackoff)
+		s.OnError = cmpOr(s.OnError, cd.OnError)
+	}
+	c.finish()
+}
+
+// Delete removes a version. The active version cannot be deleted
+// (ErrActiveVersion): activate another one first.
+func (s *Store) Delete(ctx context.Context, kind Kind, key string, version uint64) error {
+	if err := checkKindKey(kind, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return err
+	}
+	id := connID{kind, key}
+	vs := sc.versions[id]
+	i := slices.IndexFunc(vs, func(c *Connector) bool { return c.Version == version })
+	if i < 0 {
+		return notFound(kind, key, &version)
+	}
+	if n, explicit, _ := active(id, vs, av); n == version {
+		how := "the highest version, active because none was chosen"
+		if explicit {
+			how = "recorded as active in " + ActiveVersionsFile
+		}
+		return fmt.Errorf("delete %s %q version %d: it is %s; activate another version first: %w", kind, key, version, how, ErrActiveVersion)
+	}
+	if err := os.Remove(vs[i].File); err != nil {
+		return fmt.Errorf("delete %s %q version %d: %w", kind, key, version, err)
+	}
+	return syncDir(s.dir)
+}
