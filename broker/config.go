@@ -1,0 +1,147 @@
+package broker
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// FsyncPolicy says when partition logs and consumer offsets are flushed to
+// stable storage. Topics created with enforce_fsync fsync every write
+// whatever the policy. Metadata is always fsynced before its reply.
+type FsyncPolicy int
+
+const (
+	// FsyncInterval (the default) flushes every Config.FsyncInterval.
+	// Acknowledged writes survive a killed process at once (they are in the
+	// kernel) and an operating-system crash after at most one interval.
+	FsyncInterval FsyncPolicy = iota
+	// FsyncAlways fsyncs every send and every offset write before replying.
+	FsyncAlways
+	// FsyncNever leaves flushing to the operating system (and Close).
+	FsyncNever
+)
+
+func (p FsyncPolicy) String() string {
+	switch p {
+	case FsyncInterval:
+		return "interval"
+	case FsyncAlways:
+		return "always"
+	case FsyncNever:
+		return "never"
+	}
+	return fmt.Sprintf("fsync policy %d", int(p))
+}
+
+// ParseFsyncPolicy parses a policy name as String prints it: "interval"
+// (or ""), "always" or "never", in any case.
+func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "interval":
+		return FsyncInterval, nil
+	case "always":
+		return FsyncAlways, nil
+	case "never":
+		return FsyncNever, nil
+	}
+	return 0, fmt.Errorf("unknown fsync policy %q (want interval, always or never)", s)
+}
+
+// Config configures a Broker. The zero value is valid: an in-memory broker
+// on 127.0.0.1:8090 with root credentials iggy/iggy.
+type Config struct {
+	// Addr is the TCP listen address. "127.0.0.1:0" picks a free port.
+	// Default "127.0.0.1:8090", the upstream server's.
+	Addr string
+	// DataDir holds metadata, partition logs and consumer offsets. "" keeps
+	// everything in memory.
+	DataDir string
+	// RootUsername and RootPassword are the only user's credentials.
+	// Default: $IGGY_ROOT_USERNAME / $IGGY_ROOT_PASSWORD, else "iggy"/"iggy".
+	RootUsername, RootPassword string
+	// TLS, when set, serves TLS on Addr instead of plain TCP.
+	TLS *tls.Config
+	// Fsync is the server-wide flush policy; default FsyncInterval.
+	Fsync FsyncPolicy
+	// FsyncInterval is the period of FsyncInterval; default 1s.
+	FsyncInterval time.Duration
+	// HeartbeatInterval: a connection holding a consumer-group membership
+	// that sends nothing for 1.2 × this is evicted as stale. Default 30s.
+	HeartbeatInterval time.Duration
+	// RebalancingTimeout bounds how long a partition waits in a pending
+	// revocation for its old owner to commit. Default 30s.
+	RebalancingTimeout time.Duration
+	// RetentionInterval is the period of the sweep that applies
+	// message_expiry and max_topic_size. Default 10s.
+	RetentionInterval time.Duration
+	// Logger receives the broker's logs. Default: discard.
+	Logger *slog.Logger
+}
+
+// ServerVersion is the version string the broker reports at login and in
+// stats: the upstream server release whose protocol it speaks.
+const ServerVersion = "0.9.0-edge.5"
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8090"
+	}
+	if c.RootUsername == "" {
+		c.RootUsername = os.Getenv("IGGY_ROOT_USERNAME")
+	}
+	if c.RootUsername == "" {
+		c.RootUsername = "iggy"
+	}
+	if c.RootPassword == "" {
+		c.RootPassword = os.Getenv("IGGY_ROOT_PASSWORD")
+	}
+	if c.RootPassword == "" {
+		c.RootPassword = "iggy"
+	}
+	if c.FsyncInterval == 0 {
+		c.FsyncInterval = time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 30 * time.Second
+	}
+	if c.RebalancingTimeout == 0 {
+		c.RebalancingTimeout = 30 * time.Second
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if n := len(c.RootUsername); n < 3 || n > 50 {
+		errs = append(errs, fmt.Errorf("root username is %d bytes, want 3..50", n))
+	}
+	if n := len(c.RootPassword); n < 3 || n > 100 {
+		errs = append(errs, fmt.Errorf("root password is %d bytes, want 3..100", n))
+	}
+	if c.Fsync < FsyncInterval || c.Fsync > FsyncNever {
+		errs = append(errs, fmt.Errorf("unknown fsync policy %d", int(c.Fsync)))
+	}
+	for name, d := range map[string]time.Duration{
+		"fsync interval": c.FsyncInterval, "heartbeat interval": c.HeartbeatInterval,
+		"rebalancing timeout": c.RebalancingTimeout, "retention interval": c.RetentionInterval,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("broker config: %w", err)
+	}
+	return nil
+}
