@@ -143,7 +143,11 @@ func FuzzTLV(f *testing.F) {
 	f.Add(AppendTLV(nil, []Entry{Header("a", StringValue("b"))}))
 	f.Add([]byte{2, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if e, err := ParseTLV(b); err == nil {
+		e, err := ParseTLV(b)
+		if (err == nil) != (CheckTLV(b) == nil) {
+			t.Fatalf("ParseTLV and CheckTLV disagree: %v", err)
+		}
+		if err == nil {
 			if !bytes.Equal(AppendTLV(nil, e), b) {
 				t.Fatal("TLV does not re-encode to the same bytes")
 			}

@@ -182,6 +182,34 @@ func ParseTLV(b []byte) ([]Entry, error) {
 	return out, d.Err()
 }
 
+// CheckTLV reports whether b is a block ParseTLV accepts, without
+// allocating on success (for validating user headers on a hot path).
+func CheckTLV(b []byte) error {
+	for off, i := 0, 0; off < len(b); i++ {
+		field := "key"
+		if i%2 == 1 {
+			field = "value"
+		}
+		if len(b)-off < 5 {
+			return fmt.Errorf("%w: at byte %d: header %s needs 5 bytes of kind and length, %d left", ErrMalformed, off, field, len(b)-off)
+		}
+		kind, n := b[off], binary.LittleEndian.Uint32(b[off+1:])
+		switch {
+		case kind == 0:
+			return fmt.Errorf("%w: at byte %d: header %s kind is 0", ErrMalformed, off, field)
+		case n == 0 || n > 255:
+			return fmt.Errorf("%w: at byte %d: header %s length %d, want 1..255", ErrMalformed, off, field, n)
+		case int(n) > len(b)-off-5:
+			return fmt.Errorf("%w: at byte %d: header %s needs %d bytes, %d left", ErrMalformed, off, field, n, len(b)-off-5)
+		}
+		off += 5 + int(n)
+		if off == len(b) && i%2 == 0 {
+			return fmt.Errorf("%w: at byte %d: header key without a value", ErrMalformed, off)
+		}
+	}
+	return nil
+}
+
 func (d *Decoder) tlvValue(field string) Value {
 	kind := ValueKind(d.U8(field + " kind"))
 	n := d.U32(field + " length")

@@ -286,4 +286,10 @@ func TestTLV(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 	_, err = ParseTLV([]byte{0, 1, 0, 0, 0, 'a'})
 	require.ErrorIs(t, err, ErrMalformed)
+
+	require.NoError(t, CheckTLV(b))
+	require.NoError(t, CheckTLV(nil))
+	require.ErrorIs(t, CheckTLV(b[:len(b)-1]), ErrMalformed)
+	require.ErrorIs(t, CheckTLV([]byte{0, 1, 0, 0, 0, 'a'}), ErrMalformed)
+	require.Zero(t, testing.AllocsPerRun(10, func() { _ = CheckTLV(b) }))
 }

@@ -1,0 +1,417 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/iggy/wire"
+)
+
+// GroupConsumer reads a topic as one member of a consumer group. The
+// server assigns the group's partitions among its members; the consumer
+// learns its share with SyncConsumerGroup (at start, every resync
+// interval, when a poll answers with the resync sentinel, and on
+// ErrConsumerGroupMemberNotFound or ErrConsumerGroupPartitionNotOwned) and
+// polls its partitions round robin, each with an explicit partition id.
+//
+// Offsets are committed only when the caller says so (Commit, or
+// Batch.Commit), never past what the caller committed: the consumer reads
+// ahead from its own position, and a partition it gains (or regains after
+// a reconnect) resumes after the group's committed offset, so anything not
+// committed is delivered again (at-least-once). WithAutoCommit switches to
+// the server storing the offset of every poll instead.
+//
+// Poll is for one goroutine at a time; Commit and Close may be called
+// from any goroutine.
+type GroupConsumer struct {
+	c                    *Client
+	stream, topic, group Identifier
+	cfg                  consumerConfig
+	closing              chan struct{}
+
+	pollMu sync.Mutex     // serialises Poll
+	bg     sync.WaitGroup // requests left running by shielded
+
+	mu         sync.Mutex
+	joined     bool
+	joinTried  bool // a join was sent, maybe abandoned by shielded
+	epoch      uint64
+	generation uint64
+	partitions []uint32
+	next       int
+	positions  map[uint32]uint64 // next offset to read, per partition read so far
+	lastSync   time.Time
+	needSync   bool
+	closed     bool
+}
+
+// ConsumerOption configures a GroupConsumer.
+type ConsumerOption interface{ applyConsumer(*consumerConfig) }
+
+type consumerOption func(*consumerConfig)
+
+func (f consumerOption) applyConsumer(c *consumerConfig) { f(c) }
+
+type consumerConfig struct {
+	create         bool
+	autoCommit     bool
+	count          uint32
+	pollInterval   time.Duration
+	resyncInterval time.Duration
+}
+
+// WithCreateGroup creates the group when it does not exist; the group must
+// then be given by name. Default off: a missing group is an error.
+func WithCreateGroup() ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.create = true })
+}
+
+// WithAutoCommit has the server store the offset of the last message of
+// every poll, before the caller has handled it (at-most-once for what the
+// caller had not finished). Default off: offsets are stored only by Commit.
+func WithAutoCommit() ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.autoCommit = true })
+}
+
+// WithPollCount sets the most messages one poll returns. Default 1000.
+func WithPollCount(n uint32) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.count = n })
+}
+
+// WithPollInterval sets how long Poll waits after a round in which every
+// partition was empty (or none was assigned). Default 100ms.
+func WithPollInterval(d time.Duration) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.pollInterval = d })
+}
+
+// WithResyncInterval sets how often the consumer re-reads its assignment.
+// Default 5s, as the Go SDK.
+func WithResyncInterval(d time.Duration) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.resyncInterval = d })
+}
+
+// NewGroupConsumer prepares a member of group on stream/topic. It joins
+// the group (creating it with WithCreateGroup) on Join or the first Poll.
+func NewGroupConsumer(c *Client, stream, topic, group Identifier, opts ...ConsumerOption) (*GroupConsumer, error) {
+	cfg := consumerConfig{count: 1000, pollInterval: 100 * time.Millisecond, resyncInterval: 5 * time.Second}
+	for _, o := range opts {
+		if o != nil {
+			o.applyConsumer(&cfg)
+		}
+	}
+	var errs []error
+	if err := checkIDs(wire.CmdJoinConsumerGroup, stream, topic, group); err != nil {
+		errs = append(errs, err)
+	}
+	if _, numeric := group.Numeric(); cfg.create && numeric {
+		errs = append(errs, fmt.Errorf("%w: WithCreateGroup needs the group by name, got id %s", errConfig, group))
+	}
+	if cfg.count == 0 || cfg.pollInterval <= 0 || cfg.resyncInterval <= 0 {
+		errs = append(errs, fmt.Errorf("%w: poll count %d, poll interval %s and resync interval %s must be positive",
+			errConfig, cfg.count, cfg.pollInterval, cfg.resyncInterval))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &GroupConsumer{c: c, stream: stream, topic: topic, group: group, cfg: cfg,
+		closing: make(chan struct{}), positions: map[uint32]uint64{}}, nil
+}
+
+// Batch is what one Poll returns: messages of one partition, in offset
+// order.
+type Batch struct {
+	Partition uint32
+	Messages  []Message
+	// CurrentOffset is the partition's highest offset when it was polled.
+	CurrentOffset uint64
+	g             *GroupConsumer
+}
+
+// LastOffset returns the offset of the batch's last message.
+func (b *Batch) LastOffset() uint64 { return b.Messages[len(b.Messages)-1].Offset }
+
+// Commit stores the batch's last offset as the group's committed offset
+// of its partition.
+func (b *Batch) Commit(ctx context.Context) error {
+	return b.g.Commit(ctx, b.Partition, b.LastOffset())
+}
+
+// Join joins the group (creating it with WithCreateGroup) and reads this
+// member's assignment now rather than at the first Poll.
+func (g *GroupConsumer) Join(ctx context.Context) error {
+	g.pollMu.Lock()
+	defer g.pollMu.Unlock()
+	if g.isClosed() {
+		return ErrClosed
+	}
+	_, err := g.ensure(ctx)
+	return err
+}
+
+// Poll returns the next non-empty batch from the partitions assigned to
+// this member, waiting (WithPollInterval between empty rounds) until there
+// is one or ctx ends. Connection failures are returned (the client
+// reconnects; call Poll again); membership changes are handled inside.
+func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
+	g.pollMu.Lock()
+	defer g.pollMu.Unlock()
+	empty := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if g.isClosed() {
+			return nil, ErrClosed
+		}
+		parts, err := g.ensure(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 0 || empty >= len(parts) {
+			empty = 0
+			if err := g.sleep(ctx, g.cfg.pollInterval); err != nil {
+				return nil, err
+			}
+			if len(parts) == 0 {
+				g.markResync()
+			}
+			continue
+		}
+		p, strategy := g.pick(parts)
+		var reply *PollReply
+		err = g.shielded(ctx, func(ctx context.Context) (err error) {
+			reply, err = g.c.PollMessages(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(p),
+				strategy, g.cfg.count, g.cfg.autoCommit)
+			return err
+		})
+		switch {
+		case errors.Is(err, ErrConsumerGroupMemberNotFound):
+			g.mu.Lock()
+			g.joined = false
+			g.mu.Unlock()
+			continue
+		case errors.Is(err, ErrConsumerGroupPartitionNotOwned):
+			g.markResync()
+			continue
+		case err != nil:
+			return nil, err
+		case reply.PartitionID == wire.PollResync:
+			g.markResync()
+			continue
+		case len(reply.Messages) == 0:
+			empty++
+			continue
+		}
+		last := reply.Messages[len(reply.Messages)-1].Offset
+		g.mu.Lock()
+		if slices.Contains(g.partitions, p) {
+			g.positions[p] = last + 1
+		}
+		g.mu.Unlock()
+		return &Batch{Partition: p, Messages: reply.Messages, CurrentOffset: reply.CurrentOffset, g: g}, nil
+	}
+}
+
+// pick returns the next partition round robin and where to read it from.
+func (g *GroupConsumer) pick(parts []uint32) (uint32, PollingStrategy) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := parts[g.next%len(parts)]
+	g.next++
+	if pos, ok := g.positions[p]; ok {
+		return p, AtOffset(pos)
+	}
+	return p, Next()
+}
+
+func (g *GroupConsumer) markResync() {
+	g.mu.Lock()
+	g.needSync = true
+	g.mu.Unlock()
+}
+
+func (g *GroupConsumer) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
+func (g *GroupConsumer) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-g.closing:
+		return ErrClosed
+	}
+}
+
+// ensure joins (after a reconnect too) and re-syncs when due, and returns
+// the partitions to poll.
+func (g *GroupConsumer) ensure(ctx context.Context) ([]uint32, error) {
+	for range 3 {
+		epoch := g.c.connEpoch()
+		g.mu.Lock()
+		joined := g.joined && g.epoch == epoch
+		due := g.needSync || time.Since(g.lastSync) >= g.cfg.resyncInterval
+		parts := g.partitions
+		g.mu.Unlock()
+		if !joined {
+			if err := g.join(ctx); err != nil {
+				return nil, err
+			}
+			g.mu.Lock()
+			if g.epoch != epoch {
+				// A new session: the server forgot what this member read, so
+				// read again from the committed offsets.
+				clear(g.positions)
+			}
+			g.joined, g.epoch = true, epoch
+			g.mu.Unlock()
+			due = true
+		}
+		if !due {
+			return parts, nil
+		}
+		var a *GroupAssignment
+		err := g.shielded(ctx, func(ctx context.Context) (err error) {
+			a, err = g.c.SyncConsumerGroup(ctx, g.stream, g.topic, g.group)
+			return err
+		})
+		if errors.Is(err, ErrConsumerGroupMemberNotFound) {
+			g.mu.Lock()
+			g.joined = false
+			g.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.mu.Lock()
+		if a.Generation != g.generation || !slices.Equal(a.Partitions, g.partitions) {
+			for p := range g.positions {
+				if !slices.Contains(a.Partitions, p) {
+					delete(g.positions, p)
+				}
+			}
+		}
+		g.generation, g.partitions = a.Generation, a.Partitions
+		g.lastSync, g.needSync = time.Now(), false
+		parts = g.partitions
+		g.mu.Unlock()
+		return parts, nil
+	}
+	return nil, fmt.Errorf("iggy: group consumer: not a member of group %s right after joining it: %w", g.group, ErrConsumerGroupMemberNotFound)
+}
+
+func (g *GroupConsumer) join(ctx context.Context) error {
+	g.mu.Lock()
+	g.joinTried = true
+	g.mu.Unlock()
+	return g.shielded(ctx, g.joinOrCreate)
+}
+
+func (g *GroupConsumer) joinOrCreate(ctx context.Context) error {
+	err := g.c.JoinConsumerGroup(ctx, g.stream, g.topic, g.group)
+	if err == nil || !g.cfg.create || !errors.Is(err, ErrConsumerGroupNotFound) {
+		return err
+	}
+	_, err = g.c.CreateConsumerGroup(ctx, g.stream, g.topic, g.group.Name())
+	if err != nil && !errors.Is(err, ErrConsumerGroupNameAlreadyExists) {
+		return err
+	}
+	return g.c.JoinConsumerGroup(ctx, g.stream, g.topic, g.group)
+}
+
+// shielded runs one request so that ctx ending does not cut it short: a
+// request cut mid-flight drops the connection, and with it this member's
+// place in the group, setting off a rebalance. fn runs in the background
+// with the client's request timeout; shielded returns fn's error, or ctx's
+// at once if ctx ends first (fn's result is then dropped: a poll's
+// messages are read again by the next Poll).
+func (g *GroupConsumer) shielded(ctx context.Context, fn func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.c.cfg.requestTimeout)
+		defer cancel()
+		done <- fn(rctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Commit stores offset as the group's committed offset on partition: the
+// last offset the caller has finished with. It refuses an offset this
+// consumer has not delivered yet.
+func (g *GroupConsumer) Commit(ctx context.Context, partition uint32, offset uint64) error {
+	g.mu.Lock()
+	pos, ok := g.positions[partition]
+	g.mu.Unlock()
+	if ok && offset >= pos {
+		return fmt.Errorf("iggy: group consumer: commit of offset %d on partition %d, but only offsets below %d were delivered: %w",
+			offset, partition, pos, ErrInvalidOffset)
+	}
+	return g.shielded(ctx, func(ctx context.Context) error {
+		return g.c.StoreConsumerOffset(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(partition), offset)
+	})
+}
+
+// Assignment returns the partitions this member polled from at its last
+// sync, and the group generation.
+func (g *GroupConsumer) Assignment() (generation uint64, partitions []uint32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.generation, slices.Clone(g.partitions)
+}
+
+// Close leaves the group (so its partitions go to the other members) and
+// stops Poll. It is idempotent; the client is left open.
+func (g *GroupConsumer) Close(ctx context.Context) error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	close(g.closing)
+	g.mu.Unlock()
+	g.pollMu.Lock() // wait for a Poll in progress
+	defer g.pollMu.Unlock()
+	bgDone := make(chan struct{})
+	go func() { g.bg.Wait(); close(bgDone) }()
+	select {
+	case <-bgDone: // an abandoned join may have landed: leave after it
+	case <-ctx.Done():
+		return fmt.Errorf("iggy: group consumer close: %w", ctx.Err())
+	}
+	g.mu.Lock()
+	tried := g.joinTried
+	g.mu.Unlock()
+	if !tried {
+		return nil
+	}
+	err := g.shielded(ctx, func(ctx context.Context) error {
+		return g.c.LeaveConsumerGroup(ctx, g.stream, g.topic, g.group)
+	})
+	g.bg.Wait()
+	if errors.Is(err, ErrConsumerGroupMemberNotFound) {
+		err = nil
+	}
+	return err
+}

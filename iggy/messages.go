@@ -1,0 +1,281 @@
+package iggy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ferryhq/ferry/iggy/wire"
+)
+
+// MaxPayloadSize is the largest message payload a send accepts, the
+// upstream server's limit.
+const MaxPayloadSize = 64_000_000
+
+// SendMessages sends msgs as one batch to a partition of stream/topic and
+// returns the server's confirmation (the partition written and the batch's
+// base offset).
+//
+// Before sending it fills in, in msgs itself, every zero ID with a UUID
+// version 7 and every zero OriginTimestamp with the current time (µs), so
+// the caller sees what was sent. It checks each payload (1..MaxPayloadSize
+// bytes) and each headers block (well-formed, at most 100,000 bytes).
+//
+// Balanced and key partitioning are resolved here, as the Go SDK does: the
+// client caches the topic's partition count (from GetTopic, dropped after
+// CreatePartitions or DeletePartitions) and sends to an explicit partition,
+// keeping its own round-robin cursor per topic, or XXH32(key) % count.
+//
+// The payloads are copied into the request; msgs may be reused once
+// SendMessages returns. A send is at-least-once: after a connection failure
+// the batch may or may not have been committed.
+func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, p Partitioning, msgs []Message) (SendConfirmation, error) {
+	const cmd = wire.CmdSendMessages
+	if err := checkIDs(cmd, stream, topic); err != nil {
+		return SendConfirmation{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return SendConfirmation{}, fmt.Errorf("iggy: %s: partitioning: %w", cmd, err)
+	}
+	if err := prepareMessages(msgs); err != nil {
+		return SendConfirmation{}, fmt.Errorf("iggy: %s: %w", cmd, err)
+	}
+	rp, err := c.resolvePartition(ctx, stream, topic, p)
+	if err != nil {
+		return SendConfirmation{}, err
+	}
+	var conf SendConfirmation
+	s := sendState{stream: stream, topic: topic, p: rp, msgs: msgs, conf: &conf}
+	err = c.do(ctx, cmd, s.encode, s.decode)
+	if err != nil {
+		if errorIsAny(err, ErrPartitionNotFound, ErrResourceNotFound) {
+			c.parts.invalidate()
+		}
+		return SendConfirmation{}, err
+	}
+	return conf, nil
+}
+
+// sendState carries one send through encode and decode without closures.
+type sendState struct {
+	stream, topic Identifier
+	p             Partitioning
+	msgs          []Message
+	conf          *SendConfirmation
+}
+
+func (s *sendState) encode(b []byte) ([]byte, error) {
+	return wire.AppendSendMessages(b, s.stream, s.topic, s.p, s.msgs)
+}
+
+func (s *sendState) decode(p []byte) error {
+	if len(p) == 0 {
+		return fmt.Errorf("%w: the send reply is empty", wire.ErrInvalidCommand)
+	}
+	var r wire.SendReply
+	if err := wire.Unmarshal(p, &r); err != nil {
+		return err
+	}
+	if len(r) > 0 {
+		*s.conf = r[0]
+	}
+	return nil
+}
+
+// prepareMessages validates msgs and fills in zero ids and timestamps.
+// Zero ids get UUIDv7s: the first from uuid.NewV7, the rest of the batch
+// share its millisecond and sequence fields with fresh random bits, which
+// keeps the cost per message to a random number rather than a lock and an
+// allocation.
+func prepareMessages(msgs []Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("no messages to send: %w", ErrInvalidMessagesCount)
+	}
+	now := uint64(time.Now().UnixMicro())
+	var base uuid.UUID
+	for i := range msgs {
+		m := &msgs[i]
+		switch n := len(m.Payload); {
+		case n == 0:
+			return fmt.Errorf("message %d: payload is empty: %w", i, ErrEmptyMessagePayload)
+		case n > MaxPayloadSize:
+			return fmt.Errorf("message %d: payload is %d bytes, limit %d: %w", i, n, MaxPayloadSize, ErrTooBigMessagePayload)
+		}
+		if n := len(m.Headers); n > 0 {
+			if n > wire.MaxUserHeadersSize {
+				return fmt.Errorf("message %d: user headers are %d bytes, limit %d: %w", i, n, wire.MaxUserHeadersSize, ErrTooBigUserHeaders)
+			}
+			if err := wire.CheckTLV(m.Headers); err != nil {
+				return fmt.Errorf("message %d: user headers: %w", i, err)
+			}
+		}
+		if m.ID == ([16]byte{}) {
+			if base == (uuid.UUID{}) {
+				var err error
+				if base, err = uuid.NewV7(); err != nil {
+					return fmt.Errorf("message %d: minting an id: %w", i, err)
+				}
+				m.ID = base
+			} else {
+				m.ID = base
+				r := rand.Uint64()
+				for j := 8; j < 16; j++ {
+					m.ID[j] = byte(r >> (8 * (j - 8)))
+				}
+				m.ID[8] = m.ID[8]&0x3f | 0x80 // RFC 9562 variant
+			}
+		}
+		if m.OriginTimestamp == 0 {
+			m.OriginTimestamp = now
+		}
+	}
+	return nil
+}
+
+// PollMessages reads up to count messages from a partition of
+// stream/topic for consumer, starting where strategy says. With
+// autoCommit the server stores the offset of the last message returned.
+// A single consumer that gives no partition reads partition 0; a group
+// consumer must name one it owns, or the reply's PartitionID is
+// wire.PollResync (0xFFFFFFFF) and it holds no messages.
+//
+// The messages' payloads and headers alias one buffer owned by the reply.
+func (c *Client) PollMessages(ctx context.Context, consumer Consumer, stream, topic Identifier,
+	partition OptPartition, strategy PollingStrategy, count uint32, autoCommit bool) (*PollReply, error) {
+	const cmd = wire.CmdPollMessages
+	if err := checkConsumer(cmd, consumer); err != nil {
+		return nil, err
+	}
+	if err := checkIDs(cmd, stream, topic); err != nil {
+		return nil, err
+	}
+	if strategy.Kind < wire.PollOffset || strategy.Kind > wire.PollNext {
+		return nil, fmt.Errorf("iggy: %s: polling strategy kind %d, want 1..5: %w", cmd, strategy.Kind, ErrInvalidCommand)
+	}
+	req := &wire.PollMessages{Consumer: consumer, Stream: stream, Topic: topic, Partition: partition,
+		Strategy: strategy, Count: count, AutoCommit: autoCommit}
+	cn, err := c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reply := &PollReply{}
+	err = cn.doOwn(ctx, cmd, encodable(req), func(p []byte) error { return decodePollReply(p, reply) }, true)
+	if err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// decodePollReply decodes a poll reply payload that the caller owns; the
+// messages alias it. It allocates only the message slice, sized from the
+// reply's count.
+func decodePollReply(body []byte, reply *PollReply) error {
+	d := wire.NewDecoder(body)
+	d.Bytes(12, "poll reply prefix")
+	if n := d.U32("messages count"); d.Err() == nil && uint64(n)*wire.MessageHeaderSize <= uint64(len(body)) {
+		reply.Messages = make([]Message, 0, n)
+	}
+	return wire.Unmarshal(body, reply)
+}
+
+func checkConsumer(cmd wire.Command, c Consumer) error {
+	if c.Kind != wire.ConsumerSingle && c.Kind != wire.ConsumerGroup {
+		return fmt.Errorf("iggy: %s: consumer kind %d, want single (1) or group (2): %w", cmd, c.Kind, ErrInvalidCommand)
+	}
+	if err := c.ID.Validate(); err != nil {
+		return fmt.Errorf("iggy: %s: consumer id: %w", cmd, err)
+	}
+	return nil
+}
+
+func errorIsAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// topicKey identifies a topic as the caller named it.
+type topicKey struct{ stream, topic Identifier }
+
+// partitionCache holds partition counts for client-side balanced and key
+// partitioning, and a round-robin cursor per topic that outlives the
+// counts.
+type partitionCache struct {
+	mu      sync.Mutex
+	counts  map[topicKey]uint32
+	cursors map[topicKey]*atomic.Uint32
+}
+
+func (pc *partitionCache) init() {
+	pc.counts = map[topicKey]uint32{}
+	pc.cursors = map[topicKey]*atomic.Uint32{}
+}
+
+// invalidate drops every cached count; cursors stay.
+func (pc *partitionCache) invalidate() {
+	pc.mu.Lock()
+	clear(pc.counts)
+	pc.mu.Unlock()
+}
+
+func (pc *partitionCache) get(k topicKey) (uint32, *atomic.Uint32, bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	cur := pc.cursors[k]
+	if cur == nil {
+		cur = new(atomic.Uint32)
+		pc.cursors[k] = cur
+	}
+	n, ok := pc.counts[k]
+	return n, cur, ok
+}
+
+func (pc *partitionCache) put(k topicKey, n uint32) {
+	pc.mu.Lock()
+	pc.counts[k] = n
+	pc.mu.Unlock()
+}
+
+// partitionsCount returns the cached partition count of a topic, reading
+// it with GetTopic on a miss.
+func (c *Client) partitionsCount(ctx context.Context, stream, topic Identifier) (uint32, *atomic.Uint32, error) {
+	k := topicKey{stream, topic}
+	n, cur, ok := c.parts.get(k)
+	if ok {
+		return n, cur, nil
+	}
+	t, err := c.GetTopic(ctx, stream, topic)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.parts.put(k, t.PartitionsCount)
+	return t.PartitionsCount, cur, nil
+}
+
+// resolvePartition turns balanced and key partitioning into an explicit
+// partition.
+func (c *Client) resolvePartition(ctx context.Context, stream, topic Identifier, p Partitioning) (Partitioning, error) {
+	if p.Kind == wire.PartitionByID {
+		return p, nil
+	}
+	n, cur, err := c.partitionsCount(ctx, stream, topic)
+	if err != nil {
+		return p, err
+	}
+	if n == 0 {
+		return p, fmt.Errorf("iggy: %s: topic %s has no partitions: %w", wire.CmdSendMessages, topic, wire.ErrNoPartitions)
+	}
+	if p.Kind == wire.PartitionByMessageKey {
+		return ToPartition(wire.PartitionForKey(p.Key, n)), nil
+	}
+	return ToPartition((cur.Add(1) - 1) % n), nil
+}
