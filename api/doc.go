@@ -1,0 +1,43 @@
+// Package api is the connector runtime's HTTP management API. It serves the
+// paths, methods, status codes and JSON shapes of the Apache Iggy connector
+// runtime's API, so that upstream's tools and dashboards work against Ferry:
+//
+//	GET    /                                  "Connector Runtime API" (text)
+//	GET    /health                            {"status":"healthy"}
+//	GET    /stats                             runtime and per-connector statistics
+//	GET    <[http.metrics] endpoint>          Prometheus metrics, when enabled
+//	GET    /sinks                             every sink (same for /sources)
+//	GET    /sinks/{key}                       one sink with its streams
+//	GET    /sinks/{key}/transforms            its transforms, [{"type","config"}]
+//	GET    /sinks/{key}/configs               every configuration version
+//	POST   /sinks/{key}/configs               store a new version (200, the version)
+//	DELETE /sinks/{key}/configs?version=N     delete a version (204)
+//	GET    /sinks/{key}/configs/{version}     one version
+//	GET    /sinks/{key}/configs/active        the running configuration
+//	PUT    /sinks/{key}/configs/active        {"version": N} selects the active version (204)
+//	GET    /sinks/{key}/configs/plugin        plugin_config as ?format=json|yaml|toml|text
+//	POST   /sinks/{key}/restart               restart this connector alone (204)
+//
+// Errors are {"code": "...", "reason": "..."} with upstream's codes
+// (sink_not_found, sink_config_not_found, invalid_configuration,
+// invalid_connector_key, error, ...) and statuses: 400 for bad input (the
+// reason names the field), 401 without the API key, 404 for an unknown
+// connector or version, 409 when deleting the active version, 500
+// otherwise.
+//
+// Like upstream, "active" in a configuration listing and GET .../configs/active
+// mean the configuration the connector is running now; PUT .../configs/active
+// selects the version that the next restart (POST .../restart) runs.
+//
+// Cross-cutting behaviour follows the [http] section: when api_key is set,
+// every request but GET / and GET /health must carry it in the api-key
+// header (compared in constant time); [http.cors] answers preflight
+// requests and decorates responses as upstream's CORS layer does; [http.tls]
+// serves HTTPS. At startup the server warns, like upstream, when it is
+// reachable beyond loopback without an API key or without TLS, and when
+// CORS admits any origin without an API key.
+//
+// [New] builds a [Server] over a [Runtime] (implemented by
+// *runtime.Runtime); [Server.Start] listens, [Server.Shutdown] stops
+// gracefully, and [Server.Handler] is the whole API for embedding.
+package api

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/runtime"
+)
+
+// connectorInfo is upstream's SinkInfoResponse / SourceInfoResponse.
+type connectorInfo struct {
+	ID                 uint32          `json:"id"`
+	Key                string          `json:"key"`
+	Name               string          `json:"name"`
+	Path               string          `json:"path"`
+	Enabled            bool            `json:"enabled"`
+	Status             string          `json:"status"`
+	LastError          *connectorError `json:"last_error,omitempty"`
+	PluginConfigFormat string          `json:"plugin_config_format,omitempty"`
+}
+
+// connectorError is upstream's ConnectorError; Timestamp is in
+// microseconds since the Unix epoch (IggyTimestamp).
+type connectorError struct {
+	Message   string `json:"message"`
+	Timestamp uint64 `json:"timestamp"`
+}
+
+// connectorDetails is upstream's SinkDetailsResponse / SourceDetailsResponse:
+// the info and the streams of the running configuration.
+type connectorDetails struct {
+	connectorInfo
+	Streams json.RawMessage `json:"streams"`
+}
+
+// transformInfo is upstream's TransformResponse.
+type transformInfo struct {
+	Type   string         `json:"type"`
+	Config map[string]any `json:"config"`
+}
+
+// status is the ConnectorStatus upstream sends: lower case.
+func status(s runtime.Status) string { return strings.ToLower(string(s)) }
+
+func (s *Server) info(i runtime.Info) connectorInfo {
+	out := connectorInfo{ID: s.id(i.Kind, i.Key), Key: i.Key, Name: i.Name, Path: i.Path,
+		Enabled: i.Enabled, Status: status(i.Status)}
+	if i.LastError != "" {
+		out.LastError = &connectorError{Message: i.LastError, Timestamp: micros(i.LastErrorAt)}
+	}
+	if i.Config != nil {
+		out.PluginConfigFormat = string(i.Config.PluginConfigFormat)
+	}
+	return out
+}
+
+func (s *Server) details(i runtime.Info) (connectorDetails, error) {
+	d := connectorDetails{connectorInfo: s.info(i), Streams: json.RawMessage("[]")}
+	if i.Config == nil {
+		return d, nil
+	}
+	streams, err := field(i.Config, "streams")
+	if err != nil {
+		return d, err
+	}
+	d.Streams = streams
+	return d, nil
+}
+
+func transforms(c *config.Connector) []transformInfo {
+	out := []transformInfo{}
+	if c == nil {
+		return out
+	}
+	for _, t := range c.Transforms {
+		cfg := t.Config
+		if cfg == nil {
+			cfg = map[string]any{"enabled": t.Enabled}
+		}
+		out = append(out, transformInfo{Type: t.Name, Config: cfg})
+	}
+	return out
+}
+
+// field returns one field of a connector in upstream's JSON shape.
+func field(c *config.Connector, name string) (json.RawMessage, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %q: %w", c.Type, c.Key, err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("encode %s %q: %w", c.Type, c.Key, err)
+	}
+	v, ok := m[name]
+	if !ok {
+		return json.RawMessage("null"), nil
+	}
+	return v, nil
+}
+
+// configVersion is upstream's SinkConfigResponse / SourceConfigResponse:
+// the configuration (SinkConfig / SourceConfig) with "active" added.
+type configVersion struct {
+	c      *config.Connector
+	active bool
+}
+
+func (v configVersion) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(v.c)
+	if err != nil {
+		return nil, err
+	}
+	data = bytes.TrimRight(data, " \n")
+	if len(data) < 2 || data[len(data)-1] != '}' {
+		return nil, fmt.Errorf("encode %s %q: not a JSON object", v.c.Type, v.c.Key)
+	}
+	sep := ","
+	if bytes.Equal(data, []byte("{}")) {
+		sep = ""
+	}
+	return fmt.Appendf(data[:len(data)-1:len(data)-1], `%s"active":%t}`, sep, v.active), nil
+}

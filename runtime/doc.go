@@ -1,0 +1,25 @@
+// Package runtime is Ferry's connector runtime: it loads connector
+// configurations, runs each connector in its own supervised pipeline, and
+// keeps the delivery promises.
+//
+// Sources: the runtime polls the source, applies its transforms, sends the
+// batch to EVERY configured [[streams]] entry, saves the source's state,
+// and only then acknowledges the batch to the source. A send or state-save
+// failure is retried with capped exponential backoff (the source is told
+// Nack); nothing is acknowledged that is not in Iggy.
+//
+// Sinks: one consumer-group member per sink stream and topic polls Iggy,
+// decodes and transforms the messages and calls Consume. The group offset
+// is stored only after Consume succeeds. A failing batch is retried with
+// capped exponential backoff up to max_retries; then, by the stream's
+// on_error policy, the messages that still fail go to a dead-letter topic
+// (with headers naming their stream, topic, partition, offset and the
+// error) and the rest flows on, or the connector stops with status Error.
+// Nothing is skipped silently.
+//
+// Isolation: every call into a connector runs under recover; a panic or
+// a failure puts that connector in status Error with the reason (the stack
+// goes to the log) and restarts it with backoff, while every other
+// connector keeps running. Every queue between stages is bounded, so a slow
+// sink slows its source instead of growing memory.
+package runtime

@@ -1,0 +1,307 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/stretchr/testify/require"
+)
+
+const seqSourceTOML = `
+type = "source"
+key = "%s"
+path = "seq"
+[[streams]]
+stream = "s"
+topic = "t"
+batch_length = 10
+`
+
+func TestSourceToSinkWithTransforms(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 50, batch: 7}
+	e.sinks["out"] = &collectSink{}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("out", `
+type = "sink"
+key = "out"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+[transforms.add_fields]
+enabled = true
+[[transforms.add_fields.fields]]
+key = "via"
+value.static = "ferry"
+`)
+	rt := e.start()
+	sink := e.sinks["out"]
+	eventually(t, "50 messages at the sink", func() bool { return len(sink.messages()) >= 50 })
+	require.Equal(t, seqRange(0, 50), sink.ns(t))
+	for _, m := range sink.messages() {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(m.Payload, &v))
+		require.Equal(t, "ferry", v["via"])
+		require.Equal(t, "s", m.Stream)
+		require.Equal(t, "t", m.Topic)
+	}
+	src := e.sources["numbers"]
+	src.mu.Lock()
+	require.Equal(t, uint64(49), src.acked[len(src.acked)-1], "the last batch was acknowledged")
+	src.mu.Unlock()
+	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
+		for _, info := range rt.Connectors(kind) {
+			require.Equal(t, StatusRunning, info.Status, "%s %s: %s", kind, info.Key, info.LastError)
+		}
+	}
+}
+
+func TestEveryConfiguredStreamReceivesEachBatch(t *testing.T) {
+	e := newEnv(t)
+	e.sources["fan"] = &seqSource{max: 30, batch: 4}
+	e.sinks["a"], e.sinks["b"] = &collectSink{}, &collectSink{}
+	e.connector("fan", `
+type = "source"
+key = "fan"
+path = "seq"
+[[streams]]
+stream = "one"
+topic = "first"
+[[streams]]
+stream = "two"
+topic = "second"
+`)
+	e.connector("a", "type = \"sink\"\nkey = \"a\"\npath = \"collect\"\n[[streams]]\nstream = \"one\"\ntopics = [\"first\"]\n")
+	e.connector("b", "type = \"sink\"\nkey = \"b\"\npath = \"collect\"\n[[streams]]\nstream = \"two\"\ntopics = [\"second\"]\n")
+	e.start()
+	eventually(t, "both streams got every message", func() bool {
+		return len(e.sinks["a"].messages()) >= 30 && len(e.sinks["b"].messages()) >= 30
+	})
+	require.Equal(t, seqRange(0, 30), e.sinks["a"].ns(t))
+	require.Equal(t, seqRange(0, 30), e.sinks["b"].ns(t))
+}
+
+func TestFailingSinkIsRetriedAndOffsetsNeverRunAhead(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 40, batch: 10}
+	var offsetErrs []string
+	var mu sync.Mutex
+	sink := &collectSink{failFirst: 4}
+	e.sinks["flaky"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("flaky", `
+type = "sink"
+key = "flaky"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+consumer_group = "flaky-group"
+max_retries = 10
+retry_backoff = "10ms"
+`)
+	rt := e.start()
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	// While the sink is failing a batch, the group's stored offset must be
+	// below that batch's first offset.
+	sink.onFail = func(b *connector.SinkBatch) {
+		off, err := admin.GetConsumerOffset(context.Background(), iggy.ConsumerGroup(iggy.NamedID("flaky-group")),
+			iggy.NamedID("s"), iggy.NamedID("t"), iggy.Partition(b.Partition))
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && off != nil && off.StoredOffset >= b.Messages[0].Offset {
+			offsetErrs = append(offsetErrs, "offset committed ahead of a failing batch")
+		}
+	}
+	eventually(t, "all 40 delivered after retries", func() bool { return len(sink.messages()) >= 40 })
+	require.Equal(t, seqRange(0, 40), sink.ns(t))
+	mu.Lock()
+	require.Empty(t, offsetErrs)
+	mu.Unlock()
+	sink.mu.Lock()
+	require.GreaterOrEqual(t, sink.calls, 5)
+	sink.mu.Unlock()
+}
+
+func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 20, batch: 5, poison: map[uint64]bool{7: true}}
+	sink := &collectSink{poison: `"n":13}`}
+	e.sinks["picky"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("picky", `
+type = "sink"
+key = "picky"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+max_retries = 2
+retry_backoff = "5ms"
+on_error = "dead_letter"
+dead_letter_topic = "dlq"
+`)
+	rt := e.start()
+	eventually(t, "18 good messages", func() bool { return len(sink.messages()) >= 18 })
+	want := seqRange(0, 20)
+	want = append(want[:7], want[8:]...)
+	want = append(want[:12], want[13:]...)
+	require.Equal(t, want, sink.ns(t), "everything but the two poison messages flows")
+
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	var dead []iggy.Message
+	eventually(t, "two dead letters", func() bool {
+		reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"),
+			iggy.NamedID("dlq"), iggy.Partition(0), iggy.First(), 10, false)
+		if err != nil {
+			return false
+		}
+		dead = reply.Messages
+		return len(dead) == 2
+	})
+	offsets := map[string]string{}
+	for _, m := range dead {
+		h, err := wire.ParseTLV(m.Headers)
+		require.NoError(t, err)
+		get := func(k string) string { v, ok := wire.Lookup(h, k); require.True(t, ok, k); return v.String() }
+		require.Equal(t, "s", get(HeaderDLQStream))
+		require.Equal(t, "t", get(HeaderDLQTopic))
+		require.Equal(t, "0", get(HeaderDLQPartition))
+		require.Equal(t, "picky", get(HeaderDLQConnector))
+		offsets[get(HeaderDLQOffset)] = get(HeaderDLQError)
+	}
+	require.Contains(t, offsets["7"], "not valid JSON")
+	require.Contains(t, offsets["13"], "rejected poison record")
+	require.Equal(t, "not json 7", string(dead[0].Payload), "the original payload is kept")
+}
+
+func TestStopPolicyStopsTheSinkWithoutCommitting(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 5, batch: 5}
+	e.sinks["down"] = &collectSink{failFirst: 1 << 30}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("down", `
+type = "sink"
+key = "down"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+consumer_group = "down-group"
+max_retries = 1
+retry_backoff = "5ms"
+`)
+	rt := e.start()
+	eventually(t, "sink in Error", func() bool {
+		i, _ := rt.Connector(connector.KindSink, "down")
+		return i.Status == StatusError
+	})
+	i, err := rt.Connector(connector.KindSink, "down")
+	require.NoError(t, err)
+	require.Contains(t, i.LastError, "sink unavailable")
+	require.Contains(t, i.LastError, "offset not committed")
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	_, err = admin.GetConsumerOffset(context.Background(), iggy.ConsumerGroup(iggy.NamedID("down-group")),
+		iggy.NamedID("s"), iggy.NamedID("t"), iggy.Partition(0))
+	require.ErrorIs(t, err, iggy.ErrConsumerOffsetNotFound, "nothing was committed")
+	src, _ := rt.Connector(connector.KindSource, "numbers")
+	require.Equal(t, StatusRunning, src.Status, "the source is not affected")
+}
+
+func TestPanickingConnectorIsIsolatedAndRestarts(t *testing.T) {
+	e := newEnv(t)
+	e.sources["boom"] = &seqSource{max: 10, batch: 10, panicOnce: &sync.Once{}}
+	e.sources["calm"] = &seqSource{max: 10, batch: 5}
+	e.sinks["calm-out"] = &collectSink{}
+	e.connector("boom", `
+type = "source"
+key = "boom"
+path = "seq"
+[[streams]]
+stream = "boom"
+topic = "t"
+`)
+	e.connector("calm", strings.Replace(strings.Replace(seqSourceTOML, "%s", "calm", 1), `stream = "s"`, `stream = "calm"`, 1))
+	e.connector("calm-out", "type = \"sink\"\nkey = \"calm-out\"\npath = \"collect\"\n[[streams]]\nstream = \"calm\"\ntopics = [\"t\"]\n")
+	rt := e.start()
+	eventually(t, "boom in Error", func() bool {
+		i, _ := rt.Connector(connector.KindSource, "boom")
+		return i.Status == StatusError
+	})
+	i, _ := rt.Connector(connector.KindSource, "boom")
+	require.Contains(t, i.LastError, "seq source exploded")
+	eventually(t, "the calm pipeline delivers", func() bool { return len(e.sinks["calm-out"].messages()) >= 10 })
+
+	require.NoError(t, rt.Restart(context.Background(), connector.KindSource, "boom"))
+	eventually(t, "boom running after restart", func() bool {
+		i, _ := rt.Connector(connector.KindSource, "boom")
+		return i.Status == StatusRunning
+	})
+}
+
+// gateSink blocks each Consume until the test opens the gate.
+type gateSink struct {
+	collectSink
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gateSink) Consume(ctx context.Context, b *connector.SinkBatch) error {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	return g.collectSink.Consume(ctx, b)
+}
+
+func TestGracefulStopFinishesTheBatchInFlight(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 10, batch: 10}
+	gs := &gateSink{entered: make(chan struct{}, 1), gate: make(chan struct{})}
+	require.NoError(t, e.reg.Register(connector.Info{Kind: connector.KindSink, Name: "gate",
+		NewSink: func(connector.Config) (connector.Sink, error) { return gs, nil }}))
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("slow", "type = \"sink\"\nkey = \"slow\"\npath = \"gate\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nconsumer_group = \"slow-group\"\n")
+	rt := e.start()
+	addr := rt.IggyAddress()
+	<-gs.entered // a batch is inside Consume
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- rt.Stop(context.Background()) }()
+	eventually(t, "the sink is stopping", func() bool {
+		i, _ := rt.Connector(connector.KindSink, "slow")
+		return i.Status == StatusStopping
+	})
+	close(gs.gate) // the batch in flight completes during the stop
+	require.NoError(t, <-stopped)
+	require.Len(t, gs.messages(), 10)
+	i, _ := rt.Connector(connector.KindSink, "slow")
+	require.Equal(t, StatusStopped, i.Status)
+
+	// The runtime's embedded broker is closed now; restart the runtime on
+	// the same state and check the offset was committed before the stop.
+	e2 := &env{t: t, dir: e.dir, reg: e.reg, sources: e.sources, sinks: e.sinks}
+	rt2 := e2.start()
+	require.NotEqual(t, "", addr)
+	admin, err := iggy.Dial(context.Background(), rt2.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	off, err := admin.GetConsumerOffset(context.Background(), iggy.ConsumerGroup(iggy.NamedID("slow-group")),
+		iggy.NamedID("s"), iggy.NamedID("t"), iggy.Partition(0))
+	require.NoError(t, err)
+	require.Equal(t, uint64(9), off.StoredOffset, "the drained batch was committed")
+}

@@ -1,0 +1,359 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/transform"
+)
+
+// sinkRun is one run of a sink pipeline.
+type sinkRun struct {
+	m     *managed
+	cfg   *config.Connector
+	sink  connector.Sink
+	chain transform.Chain
+}
+
+func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
+	info, ok := m.rt.opts.Registry.Lookup(connector.KindSink, cfg.Path)
+	if !ok {
+		return terminal(fmt.Errorf("%s: path %q names no sink connector (built in: %s)", cfg.File, cfg.Path, names(m.rt.opts.Registry, connector.KindSink)))
+	}
+	chain, err := transform.Build(transformSpecs(cfg))
+	if err != nil {
+		return terminal(err)
+	}
+	r := &sinkRun{m: m, cfg: cfg, chain: chain}
+	if err := safely(func() (err error) {
+		r.sink, err = info.NewSink(connectorConfig(m, cfg))
+		return err
+	}); err != nil {
+		return terminal(err)
+	}
+	if err := safely(func() error { return r.sink.Open(ctx) }); err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+		defer cancel()
+		if err := safely(func() error { return r.sink.Close(closeCtx) }); err != nil {
+			m.log.Warn("close failed", "error", err)
+		}
+	}()
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	for _, cs := range cfg.Consumers {
+		for _, topic := range cs.Topics {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := r.consume(runCtx, cs, topic); err != nil {
+					once.Do(func() { firstErr = err })
+					cancel(err)
+				}
+			}()
+		}
+	}
+	m.setStatus(StatusRunning)
+	m.log.Info("sink running")
+	wg.Wait()
+	return firstErr
+}
+
+// member is one consumer-group member: one stream and topic of a sink.
+type member struct {
+	r      *sinkRun
+	cs     config.ConsumerStream
+	topic  string
+	gc     *iggy.GroupConsumer
+	client *iggy.Client
+	dlq    *deadLetter
+}
+
+// consume polls one stream/topic until ctx ends or delivery fails for good.
+func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, topic string) error {
+	m := r.m
+	client, err := m.rt.dial(ctx, fmt.Sprintf("sink %s %s/%s", m.key, cs.Stream, topic))
+	if err != nil {
+		return fmt.Errorf("connect to iggy: %w", err)
+	}
+	defer client.Close()
+	opts := []iggy.ConsumerOption{iggy.WithCreateGroup()}
+	if cs.BatchLength > 0 {
+		opts = append(opts, iggy.WithPollCount(cs.BatchLength))
+	}
+	if cs.PollInterval > 0 {
+		opts = append(opts, iggy.WithPollInterval(cs.PollInterval))
+	}
+	gc, err := iggy.NewGroupConsumer(client, iggy.NamedID(cs.Stream), iggy.NamedID(topic), iggy.NamedID(cs.ConsumerGroup), opts...)
+	if err != nil {
+		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, err))
+	}
+	defer gc.Close(context.WithoutCancel(ctx))
+	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client}
+	if cs.OnError == config.PolicyDeadLetter {
+		mem.dlq = &deadLetter{client: client, stream: cs.DeadLetterStream, topic: cs.DeadLetterTopic, key: m.key}
+	}
+
+	// In-flight batches are finished after a stop, for a bounded time.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancelWork) })
+	defer stop()
+
+	backoff := retryMin
+	for {
+		b, err := gc.Poll(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if !iggy.IsRetriable(err) && !errors.Is(err, iggy.ErrConnection) {
+				return fmt.Errorf("poll %s/%s: %w", cs.Stream, topic, err)
+			}
+			m.metrics.errors.Inc()
+			m.log.Warn("poll failed; retrying", "stream", cs.Stream, "topic", topic, "error", err, "in", backoff)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, retryMax)
+			continue
+		}
+		backoff = retryMin
+		m.metrics.consumed.Add(float64(len(b.Messages)))
+		if err := mem.handle(workCtx, b); err != nil {
+			if workCtx.Err() != nil {
+				return nil // stopped mid-batch: not committed, so it is read again
+			}
+			return err
+		}
+	}
+}
+
+// handle decodes, transforms and writes one polled batch, dead-letters
+// what cannot be written (by policy), and commits the offset.
+func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
+	m := mem.r.m
+	start := time.Now()
+	batch, failed := mem.prepare(b)
+	m.metrics.observe(stagePrepare, start)
+
+	if len(batch.Messages) > 0 {
+		failed = append(failed, mem.write(ctx, batch)...)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if len(failed) > 0 {
+		if mem.dlq == nil {
+			f := failed[0]
+			return terminal(fmt.Errorf("%s/%s partition %d offset %d: %v (on_error = \"stop\"; %d message(s) of the batch failed, offset not committed)",
+				mem.cs.Stream, mem.topic, b.Partition, f.msg.Offset, f.err, len(failed)))
+		}
+		if err := mem.deadLetter(ctx, failed); err != nil {
+			return err
+		}
+	}
+	if err := mem.commit(ctx, b); err != nil {
+		return err
+	}
+	m.metrics.observe(stageTotal, start)
+	return nil
+}
+
+// failure is one message that could not be decoded, transformed or written.
+type failure struct {
+	msg connector.Message
+	err error
+}
+
+// prepare turns a polled batch into the sink's batch: decode checks each
+// payload against the stream's schema, then the transforms run. Messages
+// that fail either are returned as failures.
+func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
+	m := mem.r.m
+	schema := connector.Schema(mem.cs.Schema)
+	out := &connector.SinkBatch{Stream: mem.cs.Stream, Topic: mem.topic, Partition: b.Partition, Schema: schema,
+		Messages: make([]connector.Message, 0, len(b.Messages))}
+	var failed []failure
+	decodeStart := time.Now()
+	for i := range b.Messages {
+		cm, err := fromIggy(&b.Messages[i], mem.cs.Stream, mem.topic, b.Partition)
+		if err == nil {
+			err = validate(schema, cm.Payload)
+		}
+		if err != nil {
+			failed = append(failed, failure{cm, fmt.Errorf("decode: %w", err)})
+			continue
+		}
+		out.Messages = append(out.Messages, cm)
+	}
+	m.metrics.observe(stageDecode, decodeStart)
+	if len(mem.r.chain) == 0 {
+		return out, failed
+	}
+	kept := out.Messages[:0]
+	for _, cm := range out.Messages {
+		original := cm
+		keep, err := mem.r.chain.Apply(&cm, schema)
+		switch {
+		case err != nil:
+			failed = append(failed, failure{original, err})
+		case keep:
+			kept = append(kept, cm)
+		default:
+			m.metrics.filtered.Inc()
+		}
+	}
+	out.Messages = kept
+	return out, failed
+}
+
+// write calls Consume with retries and capped exponential backoff up to
+// max_retries, narrowing to the messages a *MessageErrors names. When a
+// whole-batch error persists, each remaining message is tried on its own
+// once, so one poison message does not take its neighbours down with it.
+// It returns the messages that still fail.
+func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []failure {
+	m := mem.r.m
+	pending := batch.Messages
+	errs := make([]error, len(pending))
+	backoff := mem.cs.RetryBackoff
+	if backoff <= 0 {
+		backoff = retryMin
+	}
+	maxBackoff := max(mem.cs.MaxRetryBackoff, backoff)
+	wholeBatch := false
+	for attempt := uint32(0); ; attempt++ {
+		sub := *batch
+		sub.Messages = pending
+		err := mem.consume(ctx, &sub)
+		if err == nil {
+			m.metrics.processed.Add(float64(len(pending)))
+			return nil
+		}
+		m.metrics.errors.Inc()
+		var per connector.MessageErrors
+		if errors.As(err, &per) && len(per) > 0 {
+			var next []connector.Message
+			var nextErrs []error
+			for i, msg := range pending {
+				if e, bad := per[i]; bad {
+					next, nextErrs = append(next, msg), append(nextErrs, e)
+				}
+			}
+			m.metrics.processed.Add(float64(len(pending) - len(next)))
+			pending, errs, wholeBatch = next, nextErrs, false
+		} else {
+			errs = make([]error, len(pending))
+			for i := range errs {
+				errs[i] = err
+			}
+			wholeBatch = len(pending) > 1
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		if connector.IsPermanent(err) || attempt >= mem.cs.MaxRetries || ctx.Err() != nil {
+			break
+		}
+		m.log.Warn("consume failed; retrying", "stream", batch.Stream, "topic", batch.Topic,
+			"partition", batch.Partition, "messages", len(pending), "attempt", attempt+1, "error", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	var failed []failure
+	for i, msg := range pending {
+		if wholeBatch {
+			one := *batch
+			one.Messages = []connector.Message{msg}
+			if err := mem.consume(ctx, &one); err == nil {
+				m.metrics.processed.Inc()
+				continue
+			} else {
+				errs[i] = err
+			}
+		}
+		failed = append(failed, failure{msg, errs[i]})
+	}
+	return failed
+}
+
+// consume calls the sink's Consume under recover and times it.
+func (mem *member) consume(ctx context.Context, b *connector.SinkBatch) error {
+	start := time.Now()
+	defer mem.r.m.metrics.observe(stageFFI, start)
+	return safely(func() error { return mem.r.sink.Consume(ctx, b) })
+}
+
+// commit stores the batch's last offset, retrying until it is stored or
+// ctx ends; an uncommitted batch is delivered again (at-least-once).
+func (mem *member) commit(ctx context.Context, b *iggy.Batch) error {
+	backoff := retryMin
+	for {
+		err := b.Commit(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		mem.r.m.metrics.errors.Inc()
+		mem.r.m.log.Warn("offset commit failed; retrying", "partition", b.Partition, "offset", b.LastOffset(), "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+}
+
+// deadLetter sends failures to the dead-letter topic, retrying until they
+// are stored: the offset is committed only after that.
+func (mem *member) deadLetter(ctx context.Context, failed []failure) error {
+	backoff := retryMin
+	for {
+		err := mem.dlq.send(ctx, failed)
+		if err == nil {
+			mem.r.m.metrics.dead.Add(float64(len(failed)))
+			for _, f := range failed {
+				mem.r.m.log.Warn("message sent to the dead-letter topic", "stream", f.msg.Stream, "topic", f.msg.Topic,
+					"partition", f.msg.Partition, "offset", f.msg.Offset, "error", f.err,
+					"dead_letter", mem.dlq.stream+"/"+mem.dlq.topic)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		mem.r.m.metrics.errors.Inc()
+		mem.r.m.log.Error("dead-letter send failed; retrying", "error", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+}

@@ -1,0 +1,382 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/state"
+	"github.com/ferryhq/ferry/transform"
+)
+
+// Retry backoff for a batch that failed to send or save.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 10 * time.Second
+	// drainTimeout bounds how long a stopping source keeps trying to
+	// deliver the batches it already polled.
+	drainTimeout = 10 * time.Second
+)
+
+// sourceRun is one run of a source pipeline.
+type sourceRun struct {
+	m         *managed
+	cfg       *config.Connector
+	src       connector.Source
+	acker     connector.Acker // nil when the source does not implement it
+	chain     transform.Chain
+	outputs   []*output
+	batchLen  int
+	linger    time.Duration
+	stateVer  state.Version
+	stateSeen bool
+}
+
+// output is one [[streams]] entry of a source.
+type output struct {
+	cfg      config.ProducerStream
+	producer *iggy.Producer
+	convert  func(schema connector.Schema, payload []byte) ([]byte, error)
+}
+
+func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
+	info, ok := m.rt.opts.Registry.Lookup(connector.KindSource, cfg.Path)
+	if !ok {
+		return terminal(fmt.Errorf("%s: path %q names no source connector (built in: %s)", cfg.File, cfg.Path, names(m.rt.opts.Registry, connector.KindSource)))
+	}
+	chain, err := transform.Build(transformSpecs(cfg))
+	if err != nil {
+		return terminal(err)
+	}
+	r := &sourceRun{m: m, cfg: cfg, acker: nil, chain: chain}
+	if err := safely(func() (err error) {
+		r.src, err = info.NewSource(connectorConfig(m, cfg))
+		return err
+	}); err != nil {
+		return terminal(err)
+	}
+	r.acker, _ = r.src.(connector.Acker)
+
+	client, err := m.rt.dial(ctx, "source "+m.key)
+	if err != nil {
+		return fmt.Errorf("connect to iggy: %w", err)
+	}
+	defer client.Close()
+	for _, p := range cfg.Producers {
+		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic),
+			iggy.WithBatchLength(int(p.BatchLength)), iggy.WithLinger(p.LingerTime))
+		if err != nil {
+			return terminal(fmt.Errorf("producer for %s/%s: %w", p.Stream, p.Topic, err))
+		}
+		defer prod.Close(context.WithoutCancel(ctx))
+		r.outputs = append(r.outputs, &output{cfg: p, producer: prod, convert: converter(connector.Schema(p.Schema))})
+		r.batchLen = max(r.batchLen, int(p.BatchLength))
+		r.linger = max(r.linger, p.LingerTime)
+	}
+
+	var saved []byte
+	switch st, err := m.rt.states.Load(ctx, m.key); {
+	case errors.Is(err, state.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("load state: %w", err)
+	default:
+		saved, r.stateVer, r.stateSeen = st.Data, st.Version, true
+	}
+	if err := safely(func() error { return r.src.Open(ctx, saved) }); err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+		defer cancel()
+		if err := safely(func() error { return r.src.Close(closeCtx) }); err != nil {
+			m.log.Warn("close failed", "error", err)
+		}
+	}()
+	m.setStatus(StatusRunning)
+	m.log.Info("source running", "streams", len(r.outputs))
+	return r.run(ctx)
+}
+
+// run polls in one goroutine and delivers in this one; the channel between
+// them holds one batch, so a slow Iggy slows the source.
+func (r *sourceRun) run(ctx context.Context) error {
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	polled := make(chan *connector.Batch, 1)
+	pollErr := make(chan error, 1)
+	go func() {
+		defer close(polled)
+		pollErr <- r.poll(pollCtx, polled)
+	}()
+
+	// On stop, batches already polled are still delivered, for a bounded time.
+	deliverCtx, cancelDeliver := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDeliver()
+	go func() {
+		select {
+		case <-ctx.Done():
+			time.AfterFunc(drainTimeout, cancelDeliver)
+		case <-deliverCtx.Done():
+		}
+	}()
+
+	for {
+		first, ok := <-polled
+		if !ok {
+			err := <-pollErr
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		batches := r.gather(first, polled)
+		if err := r.deliver(deliverCtx, batches); err != nil {
+			return err
+		}
+	}
+}
+
+// poll calls the source, prepares each batch and hands it over.
+func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error {
+	for {
+		var b *connector.Batch
+		start := time.Now()
+		err := safely(func() (err error) {
+			b, err = r.src.Poll(ctx)
+			return err
+		})
+		r.m.metrics.observe(stageFFI, start)
+		if err != nil {
+			return err
+		}
+		if b == nil || (len(b.Messages) == 0 && b.State == nil) {
+			continue
+		}
+		r.m.metrics.produced.Add(float64(len(b.Messages)))
+		start = time.Now()
+		if err := r.prepare(b); err != nil {
+			return err
+		}
+		r.m.metrics.observe(stagePrepare, start)
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// prepare applies the transforms in place and drops filtered messages.
+func (r *sourceRun) prepare(b *connector.Batch) error {
+	if b.Schema == "" {
+		b.Schema = connector.SchemaJSON
+	}
+	if len(r.chain) == 0 {
+		return nil
+	}
+	kept := b.Messages[:0]
+	for i := range b.Messages {
+		keep, err := r.chain.Apply(&b.Messages[i], b.Schema)
+		if err != nil {
+			return fmt.Errorf("message %d of a polled batch: %w", i, err)
+		}
+		if keep {
+			kept = append(kept, b.Messages[i])
+		} else {
+			r.m.metrics.filtered.Inc()
+		}
+	}
+	b.Messages = kept
+	return nil
+}
+
+// gather merges the batches that arrive within the linger time, up to
+// batch_length messages.
+func (r *sourceRun) gather(first *connector.Batch, polled <-chan *connector.Batch) []*connector.Batch {
+	batches := []*connector.Batch{first}
+	n := len(first.Messages)
+	if n >= r.batchLen || r.linger <= 0 {
+		return batches
+	}
+	timer := time.NewTimer(r.linger)
+	defer timer.Stop()
+	for n < r.batchLen {
+		select {
+		case b, ok := <-polled:
+			if !ok {
+				return batches
+			}
+			batches = append(batches, b)
+			n += len(b.Messages)
+		case <-timer.C:
+			return batches
+		}
+	}
+	return batches
+}
+
+// deliver sends the batches to every output, saves the last state, and
+// acknowledges them, retrying failures with backoff until ctx ends.
+func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) error {
+	start := time.Now()
+	var msgs []connector.Message
+	var st []byte
+	for _, b := range batches {
+		msgs = append(msgs, b.Messages...)
+		if b.State != nil {
+			st = b.State
+		}
+	}
+	schema := batches[0].Schema
+	sent := make([]bool, len(r.outputs))
+	saved := st == nil
+	backoff := retryMin
+	for {
+		err := r.send(ctx, schema, msgs, sent)
+		if err == nil && !saved {
+			if err = r.saveState(ctx, st); err == nil {
+				saved = true
+			}
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped before a batch was delivered (it will be polled again): %w", err)
+		}
+		var perm permanentSend
+		if errors.As(err, &perm) {
+			return terminal(err)
+		}
+		r.m.metrics.errors.Inc()
+		r.m.log.Warn("batch not delivered; retrying", "error", err, "in", backoff)
+		for _, b := range batches {
+			r.nack(ctx, b, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped before a batch was delivered (it will be polled again): %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, retryMax)
+	}
+	for _, b := range batches {
+		r.ack(ctx, b)
+	}
+	r.m.metrics.observe(stageTotal, start)
+	return nil
+}
+
+// permanentSend marks a batch that no retry can deliver (a payload that
+// cannot be converted or encoded).
+type permanentSend struct{ error }
+
+func (e permanentSend) Unwrap() error { return e.error }
+
+// send sends msgs to every output not yet marked sent.
+func (r *sourceRun) send(ctx context.Context, schema connector.Schema, msgs []connector.Message, sent []bool) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	start := time.Now()
+	defer r.m.metrics.observe(stageIggySend, start)
+	acks := make([]*iggy.Ack, len(r.outputs))
+	for i, o := range r.outputs {
+		if sent[i] {
+			continue
+		}
+		out, err := toIggy(msgs, schema, o.convert)
+		if err != nil {
+			return permanentSend{fmt.Errorf("stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)}
+		}
+		acks[i] = o.producer.Send(ctx, out...)
+	}
+	var errs []error
+	for i, o := range r.outputs {
+		if acks[i] == nil {
+			continue
+		}
+		if err := o.producer.Flush(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := acks[i].Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("send to %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err))
+			continue
+		}
+		sent[i] = true
+		r.m.metrics.sent.Add(float64(len(msgs)))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *sourceRun) saveState(ctx context.Context, data []byte) error {
+	start := time.Now()
+	defer r.m.metrics.observe(stageStateSave, start)
+	v, err := r.m.rt.states.Save(ctx, r.m.key, data, r.stateVer)
+	if errors.Is(err, state.ErrConflict) {
+		// Someone else wrote the state (another runtime on an HTTP store);
+		// ours is the newer position, so take the current version and retry.
+		cur, lerr := r.m.rt.states.Load(ctx, r.m.key)
+		if lerr == nil {
+			r.stateVer = cur.Version
+		} else if errors.Is(lerr, state.ErrNotFound) {
+			r.stateVer = ""
+		}
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	r.stateVer = v
+	return nil
+}
+
+func (r *sourceRun) ack(ctx context.Context, b *connector.Batch) {
+	if r.acker == nil {
+		return
+	}
+	if err := safely(func() error { return r.acker.Ack(ctx, b) }); err != nil {
+		r.m.metrics.errors.Inc()
+		r.m.log.Warn("source Ack failed (the batch is delivered)", "error", err)
+	}
+}
+
+func (r *sourceRun) nack(ctx context.Context, b *connector.Batch, cause error) {
+	if r.acker == nil {
+		return
+	}
+	if err := safely(func() error { r.acker.Nack(ctx, b, cause); return nil }); err != nil {
+		r.m.log.Warn("source Nack panicked", "error", err)
+	}
+}
+
+// toIggy converts messages for one output.
+func toIggy(msgs []connector.Message, schema connector.Schema,
+	convert func(connector.Schema, []byte) ([]byte, error)) ([]iggy.Message, error) {
+	out := make([]iggy.Message, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		payload, err := convert(schema, m.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out[i] = iggy.Message{ID: m.ID, Payload: payload}
+		if !m.OriginTimestamp.IsZero() {
+			out[i].OriginTimestamp = uint64(m.OriginTimestamp.UnixMicro())
+		}
+		if len(m.Headers) > 0 {
+			h, err := wire.EncodeTLV(m.Headers)
+			if err != nil {
+				return nil, fmt.Errorf("message %d headers: %w", i, err)
+			}
+			out[i].Headers = h
+		}
+	}
+	return out, nil
+}
