@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/spf13/cobra"
+)
+
+// conn holds the connection flags the admin commands share, in the Iggy
+// CLI's shape.
+type conn struct {
+	address, username, password, token string
+	tls                                bool
+	tlsCA, tlsDomain                   string
+	timeout                            time.Duration
+	json                               bool
+}
+
+func (c *conn) flags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&c.address, "address", envOr("IGGY_ADDRESS", "127.0.0.1:8090"), "server address host:port, or an iggy://user:pass@host:port URL ($IGGY_ADDRESS)")
+	f.StringVarP(&c.username, "username", "u", envOr("IGGY_USERNAME", "iggy"), "username ($IGGY_USERNAME)")
+	f.StringVarP(&c.password, "password", "p", envOr("IGGY_PASSWORD", "iggy"), "password ($IGGY_PASSWORD)")
+	f.StringVar(&c.token, "token", os.Getenv("IGGY_TOKEN"), "personal access token instead of a password ($IGGY_TOKEN)")
+	f.BoolVar(&c.tls, "tls", false, "connect with TLS")
+	f.StringVar(&c.tlsCA, "tls-ca-file", "", "CA certificate file for TLS")
+	f.StringVar(&c.tlsDomain, "tls-domain", "", "server name to verify for TLS")
+	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "timeout of each request")
+	f.BoolVar(&c.json, "json", false, "print JSON for scripts")
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// dial connects and logs in. Flags given explicitly win over a URL's parts;
+// a URL's credentials win over the defaults.
+func (c *conn) dial(cmd *cobra.Command) (*iggy.Client, error) {
+	var opts []iggy.Option
+	isURL := strings.Contains(c.address, "://")
+	if c.token != "" {
+		opts = append(opts, iggy.WithToken(c.token))
+	} else if !isURL || cmd.Flags().Changed("username") || cmd.Flags().Changed("password") {
+		opts = append(opts, iggy.WithCredentials(c.username, c.password))
+	}
+	if c.tls || c.tlsCA != "" {
+		opts = append(opts, iggy.WithTLS(c.tlsCA, c.tlsDomain))
+	}
+	opts = append(opts, iggy.WithRequestTimeout(c.timeout), iggy.WithoutReconnect(), iggy.WithHeartbeat(0),
+		iggy.WithSDK("ferry-cli", version))
+	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
+	defer cancel()
+	return iggy.Dial(ctx, c.address, opts...)
+}
+
+// action is an admin command's body.
+type action func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error
+
+// run dials, calls fn with the command's arguments, and closes.
+func (c *conn) run(fn action) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		cl, err := c.dial(cmd)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		return fn(cmd.Context(), cl, cmd.OutOrStdout(), args)
+	}
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes rows under a header, aligned.
+func table(w io.Writer, header string, rows [][]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func timeUS(us uint64) string {
+	if us == 0 {
+		return "-"
+	}
+	return time.UnixMicro(int64(us)).UTC().Format(time.RFC3339Nano)
+}
+
+func newPingCmd() *cobra.Command {
+	c := &conn{}
+	cmd := &cobra.Command{
+		Use:   "ping",
+		Short: "Log in to an Iggy server and ping it",
+		Args:  cobra.NoArgs,
+	}
+	var count int
+	cmd.RunE = c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
+		for i := 0; i < count; i++ {
+			start := time.Now()
+			if err := cl.Ping(ctx); err != nil {
+				return err
+			}
+			rtt := time.Since(start)
+			if c.json {
+				if err := printJSON(out, map[string]any{"address": cl.Addr(), "rtt_us": rtt.Microseconds()}); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintf(out, "pong from %s in %s\n", cl.Addr(), rtt.Round(time.Microsecond))
+		}
+		return nil
+	})
+	c.flags(cmd)
+	cmd.Flags().IntVarP(&count, "count", "n", 1, "pings to send")
+	return cmd
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+)
+
+func newMessageCmd() *cobra.Command {
+	c := &conn{}
+	cmd := &cobra.Command{Use: "message", Short: "Send and poll messages"}
+	c.flags(cmd)
+	cmd.AddCommand(newSendCmd(c), newPollCmd(c))
+	return cmd
+}
+
+func newSendCmd(c *conn) *cobra.Command {
+	var partition int64
+	var key string
+	cmd := &cobra.Command{
+		Use:   "send STREAM TOPIC [MESSAGE...]",
+		Short: "Send messages; with no MESSAGE, each line of standard input is one",
+		Example: `  ferry message send orders created '{"id":1}' '{"id":2}'
+  ferry message send orders created --key customer-7 'hello'
+  cat events.ndjson | ferry message send orders created`,
+		Args: cobra.MinimumNArgs(2),
+	}
+	cmd.Flags().Int64Var(&partition, "partition", -1, "send to this partition")
+	cmd.Flags().StringVar(&key, "key", "", "send to the partition of this messages key")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if partition >= 0 && key != "" {
+			return usageError{errors.New("--partition and --key cannot be used together")}
+		}
+		p := iggy.Balanced()
+		switch {
+		case partition >= 0:
+			p = iggy.ToPartition(uint32(partition))
+		case key != "":
+			if len(key) > 255 {
+				return usageError{fmt.Errorf("--key is %d bytes, at most 255", len(key))}
+			}
+			p = iggy.ByKey([]byte(key))
+		}
+		payloads := args[2:]
+		if len(payloads) == 0 {
+			var err error
+			if payloads, err = readLines(cmd.InOrStdin()); err != nil {
+				return err
+			}
+			if len(payloads) == 0 {
+				return usageError{errors.New("no messages: give them as arguments or on standard input")}
+			}
+		}
+		return c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
+			msgs := make([]iggy.Message, len(payloads))
+			for i, s := range payloads {
+				msgs[i] = iggy.Message{Payload: []byte(s)}
+			}
+			conf, err := cl.SendMessages(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]), p, msgs)
+			if err != nil {
+				return err
+			}
+			if c.json {
+				return printJSON(out, map[string]any{"sent": len(msgs), "partition": conf.Partition, "base_offset": conf.BaseOffset})
+			}
+			_, err = fmt.Fprintf(out, "sent %d message(s) to %s/%s partition %d from offset %d\n",
+				len(msgs), args[0], args[1], conf.Partition, conf.BaseOffset)
+			return err
+		})(cmd, args)
+	}
+	return cmd
+}
+
+func readLines(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 10<<20)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" {
+			out = append(out, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return out, nil
+}
+
+func newPollCmd(c *conn) *cobra.Command {
+	var (
+		offset             int64
+		first, last, next  bool
+		count              uint32
+		consumer           string
+		commit, showHeader bool
+	)
+	cmd := &cobra.Command{
+		Use:   "poll STREAM TOPIC PARTITION",
+		Short: "Poll messages from a partition",
+		Long: `Poll messages from a partition and print each one's offset, id, timestamp
+and payload (as text when it is valid UTF-8, else as hex). Start with
+--offset N, --first (the default), --last or --next (after the consumer's
+stored offset; with --commit the offset of the last message is stored).`,
+		Example: "  ferry message poll orders created 0 --first --count 10",
+		Args:    cobra.ExactArgs(3),
+	}
+	f := cmd.Flags()
+	f.Int64Var(&offset, "offset", -1, "start at this offset")
+	f.BoolVar(&first, "first", false, "start at the first message")
+	f.BoolVar(&last, "last", false, "poll the last --count messages")
+	f.BoolVar(&next, "next", false, "start after the consumer's stored offset")
+	f.Uint32VarP(&count, "count", "n", 10, "messages to poll")
+	f.StringVar(&consumer, "consumer", "1", "consumer id or name (for --next and --commit)")
+	f.BoolVar(&commit, "commit", false, "store the offset of the last message polled")
+	f.BoolVar(&showHeader, "headers", false, "print user headers")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		partition, err := strconv.ParseUint(args[2], 10, 32)
+		if err != nil {
+			return usageError{fmt.Errorf("PARTITION %q is not a number", args[2])}
+		}
+		chosen := 0
+		strategy := iggy.First()
+		for _, s := range []struct {
+			on bool
+			st iggy.PollingStrategy
+		}{{offset >= 0, iggy.AtOffset(uint64(offset))}, {first, iggy.First()}, {last, iggy.Last()}, {next, iggy.Next()}} {
+			if s.on {
+				chosen++
+				strategy = s.st
+			}
+		}
+		if chosen > 1 {
+			return usageError{errors.New("give only one of --offset, --first, --last, --next")}
+		}
+		return c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
+			reply, err := cl.PollMessages(ctx, iggy.SingleConsumer(iggy.ParseID(consumer)), iggy.ParseID(args[0]),
+				iggy.ParseID(args[1]), iggy.Partition(uint32(partition)), strategy, count, commit)
+			if err != nil {
+				return err
+			}
+			return printMessages(out, c.json, showHeader, reply)
+		})(cmd, args)
+	}
+	return cmd
+}
+
+func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) error {
+	if asJSON {
+		msgs := make([]map[string]any, 0, len(reply.Messages))
+		for _, m := range reply.Messages {
+			j := map[string]any{"offset": m.Offset, "id": idString(m.ID), "timestamp": timeUS(m.Timestamp),
+				"origin_timestamp": timeUS(m.OriginTimestamp)}
+			if utf8.Valid(m.Payload) {
+				j["payload"] = string(m.Payload)
+			} else {
+				j["payload_hex"] = hex.EncodeToString(m.Payload)
+			}
+			if hs := headerStrings(m.Headers); len(hs) > 0 {
+				j["headers"] = hs
+			}
+			msgs = append(msgs, j)
+		}
+		return printJSON(out, map[string]any{"partition": reply.PartitionID, "current_offset": reply.CurrentOffset, "messages": msgs})
+	}
+	w := bufio.NewWriter(out)
+	for _, m := range reply.Messages {
+		fmt.Fprintf(w, "offset %d  id %s  %s  ", m.Offset, idString(m.ID), timeUS(m.Timestamp))
+		if utf8.Valid(m.Payload) {
+			fmt.Fprintf(w, "%s\n", m.Payload)
+		} else {
+			fmt.Fprintf(w, "0x%x\n", m.Payload)
+		}
+		if headers {
+			for k, v := range headerStrings(m.Headers) {
+				fmt.Fprintf(w, "    %s: %s\n", k, v)
+			}
+		}
+	}
+	if len(reply.Messages) == 0 {
+		fmt.Fprintf(w, "no messages (partition %d, current offset %d)\n", reply.PartitionID, reply.CurrentOffset)
+	}
+	return w.Flush()
+}
+
+func idString(id [16]byte) string { return uuid.UUID(id).String() }
+
+func headerStrings(b []byte) map[string]string {
+	if len(b) == 0 {
+		return nil
+	}
+	entries, err := iggy.DecodeHeaders(b)
+	if err != nil {
+		return map[string]string{"(unreadable)": err.Error()}
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.Key.String()] = e.Value.String()
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ferryhq/ferry/broker"
+	"github.com/spf13/cobra"
+)
+
+func newServeCmd() *cobra.Command {
+	var (
+		addr, dataDir, fsync string
+		fsyncInterval        time.Duration
+		jsonLogs, verbose    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the embedded Iggy-compatible broker as a server",
+		Long: `Run Ferry's embedded broker: it speaks Apache Iggy's binary protocol 0.11
+over TCP, so the Iggy CLI, the official SDKs and ferry's own commands can use it.
+
+The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/iggy).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			log := newLogger(os.Stderr, jsonLogs, level)
+			policy, err := broker.ParseFsyncPolicy(fsync)
+			if err != nil {
+				return usageError{fmt.Errorf("--fsync: %w", err)}
+			}
+			b, err := broker.Start(cmd.Context(), broker.Config{
+				Addr:          addr,
+				DataDir:       dataDir,
+				Fsync:         policy,
+				FsyncInterval: fsyncInterval,
+				Logger:        log,
+			})
+			if err != nil {
+				return err
+			}
+			log.Info("broker listening", "addr", b.Addr(), "data_dir", dataDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "ferry broker listening on %s (data: %s)\n", b.Addr(), orMemory(dataDir))
+			<-cmd.Context().Done()
+			log.Info("shutting down")
+			return b.Close()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "127.0.0.1:8090", "TCP address to listen on")
+	f.StringVar(&dataDir, "data-dir", "local_data", `directory for streams, topics and messages ("" keeps everything in memory)`)
+	f.StringVar(&fsync, "fsync", "interval", "when to fsync partition logs: always, interval or never (topics with enforce_fsync always fsync)")
+	f.DurationVar(&fsyncInterval, "fsync-interval", time.Second, "fsync period for --fsync=interval")
+	f.BoolVar(&jsonLogs, "log-json", false, "log as JSON instead of text")
+	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	return cmd
+}
+
+func orMemory(dir string) string {
+	if dir == "" {
+		return "in memory"
+	}
+	return dir
+}
+
+func newLogger(w *os.File, json bool, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if json {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/spf13/cobra"
+)
+
+func newTopicCmd() *cobra.Command {
+	c := &conn{}
+	cmd := &cobra.Command{Use: "topic", Short: "Create, list, inspect and delete topics (STREAM and TOPIC are ids or names)"}
+	c.flags(cmd)
+	var maxSize string
+	create := &cobra.Command{
+		Use:   "create STREAM TOPIC PARTITIONS COMPRESSION [EXPIRY...]",
+		Short: "Create a topic",
+		Long: `Create a topic with PARTITIONS partitions and COMPRESSION none or gzip.
+EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
+15days, or "never" (the default).`,
+		Example: "  ferry topic create example_stream example_topic 1 none 1d",
+		Args:    cobra.MinimumNArgs(4),
+		RunE: c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			partitions, err := strconv.ParseUint(args[2], 10, 32)
+			if err != nil {
+				return usageError{fmt.Errorf("PARTITIONS %q is not a number", args[2])}
+			}
+			opts, err := topicOptions(args[3], strings.Join(args[4:], " "), maxSize)
+			if err != nil {
+				return err
+			}
+			t, err := cl.CreateTopic(ctx, iggy.ParseID(args[0]), args[1], uint32(partitions), opts...)
+			if err != nil {
+				return err
+			}
+			if c.json {
+				return printJSON(out, topicJSON(t.TopicHeader))
+			}
+			_, err = fmt.Fprintf(out, "topic %q created with id %d and %d partitions in stream %s\n", t.Name, t.ID, t.PartitionsCount, args[0])
+			return err
+		}),
+	}
+	create.Flags().StringVarP(&maxSize, "max-topic-size", "m", "", `size limit, e.g. "10GB" (default unlimited)`)
+
+	update := &cobra.Command{
+		Use:   "update STREAM TOPIC NAME COMPRESSION [EXPIRY...]",
+		Short: "Rename a topic and change its compression, expiry and size limit",
+		Args:  cobra.MinimumNArgs(4),
+		RunE: c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			opts, err := topicOptions(args[3], strings.Join(args[4:], " "), maxSize)
+			if err != nil {
+				return err
+			}
+			if err := cl.UpdateTopic(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]), args[2], opts...); err != nil {
+				return err
+			}
+			return done(out, c.json, "topic %s/%s updated", args[0], args[1])
+		}),
+	}
+	update.Flags().StringVarP(&maxSize, "max-topic-size", "m", "", `size limit, e.g. "10GB" (default unlimited)`)
+
+	sub := func(use, short string, n int, fn action) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(n), RunE: c.run(fn)}
+	}
+	cmd.AddCommand(create, update,
+		sub("list STREAM", "List the topics of a stream", 1, func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			topics, err := cl.ListTopics(ctx, iggy.ParseID(args[0]))
+			if err != nil {
+				return err
+			}
+			if c.json {
+				js := []map[string]any{}
+				for _, t := range topics {
+					js = append(js, topicJSON(t))
+				}
+				return printJSON(out, js)
+			}
+			return topicTable(out, topics)
+		}),
+		sub("get STREAM TOPIC", "Show a topic and its partitions", 2, func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			t, err := cl.GetTopic(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]))
+			if err != nil {
+				return err
+			}
+			if c.json {
+				js := topicJSON(t.TopicHeader)
+				parts := []map[string]any{}
+				for _, p := range t.Partitions {
+					parts = append(parts, map[string]any{"id": p.ID, "segments_count": p.SegmentsCount,
+						"current_offset": p.CurrentOffset, "messages_count": p.MessagesCount, "size_bytes": p.SizeBytes,
+						"created_at": timeUS(p.CreatedAt)})
+				}
+				js["partitions"] = parts
+				return printJSON(out, js)
+			}
+			if err := topicTable(out, []iggy.TopicHeader{t.TopicHeader}); err != nil {
+				return err
+			}
+			fmt.Fprintln(out)
+			rows := make([][]string, 0, len(t.Partitions))
+			for _, p := range t.Partitions {
+				rows = append(rows, []string{strconv.Itoa(int(p.ID)), strconv.FormatUint(p.CurrentOffset, 10),
+					strconv.FormatUint(p.MessagesCount, 10), strconv.FormatUint(p.SizeBytes, 10), strconv.Itoa(int(p.SegmentsCount))})
+			}
+			return table(out, "PARTITION\tCURRENT_OFFSET\tMESSAGES\tSIZE_BYTES\tSEGMENTS", rows)
+		}),
+		sub("purge STREAM TOPIC", "Delete every message of a topic", 2, func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			if err := cl.PurgeTopic(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1])); err != nil {
+				return err
+			}
+			return done(out, c.json, "topic %s/%s purged", args[0], args[1])
+		}),
+		sub("delete STREAM TOPIC", "Delete a topic", 2, func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
+			if err := cl.DeleteTopic(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1])); err != nil {
+				return err
+			}
+			return done(out, c.json, "topic %s/%s deleted", args[0], args[1])
+		}),
+	)
+	return cmd
+}
+
+// topicOptions turns the CLI's compression, expiry and size arguments into
+// topic options, with errors that say what is accepted.
+func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, error) {
+	var opts []iggy.TopicOption
+	switch strings.ToLower(compression) {
+	case "none":
+		opts = append(opts, iggy.TopicCompression(iggy.CompressionNone))
+	case "gzip":
+		opts = append(opts, iggy.TopicCompression(iggy.CompressionGzip))
+	default:
+		return nil, usageError{fmt.Errorf("COMPRESSION %q: use none or gzip", compression)}
+	}
+	if expiry != "" {
+		us, err := wire.ParseExpiry(expiry)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("EXPIRY %q: %v (e.g. 1d, \"2h 30m\", never)", expiry, err)}
+		}
+		if us == wire.Unlimited {
+			opts = append(opts, iggy.TopicMessageExpiry(0))
+		} else {
+			opts = append(opts, iggy.TopicMessageExpiry(time.Duration(us)*time.Microsecond))
+		}
+	}
+	if maxSize != "" {
+		n, err := wire.ParseSize(maxSize)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--max-topic-size %q: %v", maxSize, err)}
+		}
+		opts = append(opts, iggy.TopicMaxSize(n))
+	}
+	return opts, nil
+}
+
+func expiryString(us uint64) string {
+	if us == 0 || us == wire.Unlimited {
+		return "never"
+	}
+	return (time.Duration(us) * time.Microsecond).String()
+}
+
+func sizeString(n uint64) string {
+	if n == 0 || n == wire.Unlimited {
+		return "unlimited"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+func topicJSON(t iggy.TopicHeader) map[string]any {
+	return map[string]any{"id": t.ID, "name": t.Name, "partitions_count": t.PartitionsCount,
+		"compression": wire.CompressionName(t.Compression), "message_expiry": expiryString(t.MessageExpiry),
+		"max_topic_size": sizeString(t.MaxTopicSize), "messages_count": t.MessagesCount,
+		"size_bytes": t.SizeBytes, "created_at": timeUS(t.CreatedAt)}
+}
+
+func topicTable(out io.Writer, topics []iggy.TopicHeader) error {
+	rows := make([][]string, 0, len(topics))
+	for _, t := range topics {
+		rows = append(rows, []string{strconv.Itoa(int(t.ID)), t.Name, strconv.Itoa(int(t.PartitionsCount)),
+			wire.CompressionName(t.Compression), expiryString(t.MessageExpiry), sizeString(t.MaxTopicSize),
+			strconv.FormatUint(t.MessagesCount, 10), strconv.FormatUint(t.SizeBytes, 10)})
+	}
+	return table(out, "ID\tNAME\tPARTITIONS\tCOMPRESSION\tEXPIRY\tMAX_SIZE\tMESSAGES\tSIZE_BYTES", rows)
+}
