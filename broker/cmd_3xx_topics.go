@@ -147,11 +147,8 @@ func handleUpdateTopic(b *Broker, r *request) reply {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, t := b.lookupTopic(req.Stream, req.Topic)
-	switch {
-	case s == nil:
-		return rejected(wire.ErrStreamIDNotFound.Code)
-	case t == nil:
-		return rejected(wire.ErrTopicIDNotFound.Code)
+	if code := topicMissing(s, t); code != 0 {
+		return rejected(code)
 	}
 	if o := s.topicNamed(req.Name); o != nil && o != t {
 		return rejected(wire.ErrTopicNameAlreadyExists.Code)
@@ -180,11 +177,8 @@ func handleDeleteTopic(b *Broker, r *request) reply {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, t := b.lookupTopic(req.Stream, req.Topic)
-	switch {
-	case s == nil:
-		return rejected(wire.ErrStreamIDNotFound.Code)
-	case t == nil:
-		return rejected(wire.ErrTopicIDNotFound.Code)
+	if code := topicMissing(s, t); code != 0 {
+		return rejected(code)
 	}
 	delete(s.topics, t.id)
 	if err := b.saveMeta(); err != nil {
@@ -203,11 +197,8 @@ func handlePurgeTopic(b *Broker, r *request) reply {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s, t := b.lookupTopic(req.Stream, req.Topic)
-	switch {
-	case s == nil:
-		return rejected(wire.ErrStreamIDNotFound.Code)
-	case t == nil:
-		return rejected(wire.ErrTopicIDNotFound.Code)
+	if code := topicMissing(s, t); code != 0 {
+		return rejected(code)
 	}
 	if err := b.purgeTopic(t); err != nil {
 		return b.failed("purge topic", err)

@@ -28,11 +28,8 @@ func handleGetConsumerGroup(b *Broker, r *request) reply {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	s, t := b.lookupTopic(req.Stream, req.Topic)
-	switch {
-	case s == nil:
-		return status(wire.ErrStreamIDNotFound.Code)
-	case t == nil:
-		return status(wire.ErrTopicIDNotFound.Code)
+	if code := topicMissing(s, t); code != 0 {
+		return status(code)
 	}
 	g := t.groupBy(req.Group)
 	if g == nil {
@@ -52,11 +49,8 @@ func handleGetConsumerGroups(b *Broker, r *request) reply {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	s, t := b.lookupTopic(req.Stream, req.Topic)
-	switch {
-	case s == nil:
-		return status(wire.ErrStreamIDNotFound.Code)
-	case t == nil:
-		return status(wire.ErrTopicIDNotFound.Code)
+	if code := topicMissing(s, t); code != 0 {
+		return status(code)
 	}
 	list := wire.GroupList{}
 	for _, id := range sortedKeys(t.groups) {

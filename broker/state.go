@@ -136,6 +136,18 @@ func (b *Broker) lookupTopic(sid, tid wire.Identifier) (*stream, *topic) {
 	return s, s.topicBy(tid)
 }
 
+// topicMissing returns the not-found code for an unresolved stream or
+// topic from lookupTopic, or 0 when both resolved.
+func topicMissing(s *stream, t *topic) wire.Code {
+	switch {
+	case s == nil:
+		return wire.ErrStreamIDNotFound.Code
+	case t == nil:
+		return wire.ErrTopicIDNotFound.Code
+	}
+	return 0
+}
+
 // partStats sums a partition's segments.
 type partStats struct {
 	segments      uint32
