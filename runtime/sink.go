@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -79,6 +80,7 @@ type member struct {
 	gc     *iggy.GroupConsumer
 	client *iggy.Client
 	dlq    *deadLetter
+	ffi    time.Duration // time inside Consume for the batch being handled
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
@@ -148,8 +150,10 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, topic s
 func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 	m := mem.r.m
 	start := time.Now()
+	mem.ffi = 0
 	batch, failed := mem.prepare(b)
 	m.metrics.observe(stagePrepare, start)
+	prepared := time.Since(start)
 
 	if len(batch.Messages) > 0 {
 		failed = append(failed, mem.write(ctx, batch)...)
@@ -171,7 +175,26 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 		return err
 	}
 	m.metrics.observe(stageTotal, start)
+	mem.report(b, len(batch.Messages), prepared, time.Since(start))
 	return nil
+}
+
+// report logs a handled batch: upstream's "benchmark" event with
+// benchmark = true, and a line per batch at info with verbose = true (at
+// debug otherwise).
+func (mem *member) report(b *iggy.Batch, processed int, prepare, total time.Duration) {
+	log, cfg := mem.r.m.log, mem.r.cfg
+	if cfg.Benchmark {
+		log.Info("benchmark", "stream", mem.cs.Stream, "topic", mem.topic, "partition_id", b.Partition,
+			"current_offset", b.CurrentOffset, "batch_size", len(b.Messages), "processed_count", processed,
+			"prepare_us", prepare.Microseconds(), "ffi_us", mem.ffi.Microseconds(), "total_us", total.Microseconds())
+	}
+	level := slog.LevelDebug
+	if cfg.Verbose {
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, "consumed batch", "stream", mem.cs.Stream, "topic", mem.topic,
+		"partition", b.Partition, "messages", len(b.Messages), "last_offset", b.LastOffset())
 }
 
 // failure is one message that could not be decoded, transformed or written.
@@ -302,7 +325,10 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 // consume calls the sink's Consume under recover and times it.
 func (mem *member) consume(ctx context.Context, b *connector.SinkBatch) error {
 	start := time.Now()
-	defer mem.r.m.metrics.observe(stageFFI, start)
+	defer func() {
+		mem.r.m.metrics.observe(stageFFI, start)
+		mem.ffi += time.Since(start)
+	}()
 	return safely(func() error { return mem.r.sink.Consume(ctx, b) })
 }
 

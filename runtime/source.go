@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferryhq/ferry/config"
@@ -35,6 +37,9 @@ type sourceRun struct {
 	linger    time.Duration
 	stateVer  state.Version
 	stateSeen bool
+	// prepareNS accumulates transform time between deliveries, for the
+	// benchmark log event.
+	prepareNS atomic.Int64
 }
 
 // output is one [[streams]] entry of a source.
@@ -163,6 +168,7 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 			return err
 		}
 		r.m.metrics.observe(stagePrepare, start)
+		r.prepareNS.Add(int64(time.Since(start)))
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -236,12 +242,17 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	sent := make([]bool, len(r.outputs))
 	saved := st == nil
 	backoff := retryMin
+	var sendTime, saveTime time.Duration
 	for {
+		t0 := time.Now()
 		err := r.send(ctx, schema, msgs, sent)
+		sendTime += time.Since(t0)
 		if err == nil && !saved {
+			t0 = time.Now()
 			if err = r.saveState(ctx, st); err == nil {
 				saved = true
 			}
+			saveTime += time.Since(t0)
 		}
 		if err == nil {
 			break
@@ -269,7 +280,26 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 		r.ack(ctx, b)
 	}
 	r.m.metrics.observe(stageTotal, start)
+	r.report(len(msgs), r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
 	return nil
+}
+
+// report logs a delivered batch: upstream's "benchmark" event per output
+// with benchmark = true, and a line per batch at info with verbose = true
+// (at debug otherwise).
+func (r *sourceRun) report(n int, prepareNS int64, send, save, total time.Duration) {
+	for _, o := range r.outputs {
+		if r.cfg.Benchmark {
+			r.m.log.Info("benchmark", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "batch_size", n, "sent_count", n,
+				"decode_us", 0, "prepare_us", prepareNS/1000, "iggy_send_us", send.Microseconds(),
+				"state_save_us", save.Microseconds(), "total_us", total.Microseconds())
+		}
+		level := slog.LevelDebug
+		if r.cfg.Verbose {
+			level = slog.LevelInfo
+		}
+		r.m.log.Log(context.Background(), level, "sent batch", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "messages", n)
+	}
 }
 
 // permanentSend marks a batch that no retry can deliver (a payload that
