@@ -197,6 +197,15 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 		case errors.Is(err, ErrConsumerGroupPartitionNotOwned):
 			g.markResync()
 			continue
+		case errors.Is(err, ErrConnection):
+			// The session is gone with the connection: join again and read
+			// from the committed offsets, not from this member's position,
+			// even if the client has not reconnected yet.
+			g.mu.Lock()
+			g.joined = false
+			g.epoch = 0
+			g.mu.Unlock()
+			return nil, err
 		case err != nil:
 			return nil, err
 		case reply.PartitionID == wire.PollResync:
@@ -267,6 +276,7 @@ func (g *GroupConsumer) ensure(ctx context.Context) ([]uint32, error) {
 			if err := g.join(ctx); err != nil {
 				return nil, err
 			}
+			epoch = g.c.connEpoch() // the connection the join went out on
 			g.mu.Lock()
 			if g.epoch != epoch {
 				// A new session: the server forgot what this member read, so

@@ -314,3 +314,31 @@ func TestGroupConsumerAfterReconnect(t *testing.T) {
 	_, parts := g.Assignment()
 	require.True(t, slices.Equal(parts, []uint32{0, 1}) || slices.Equal(parts, []uint32{1, 0}))
 }
+
+func TestGroupConsumerRereadsUncommittedAfterConnectionLoss(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	admin := dial(t, b.Addr())
+	ctx := testCtx(t)
+	s, tp := newTopic(t, admin, 1)
+	fill(t, admin, s, tp, 1, 0, 10)
+	g := newGroupConsumer(t, b.Addr(), s, tp)
+	first, err := g.Poll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(9), first.LastOffset()) // read ahead, nothing committed
+	fill(t, admin, s, tp, 1, 10, 5)
+
+	// The connection drops on the next poll. The very next batch must start
+	// at the committed offset (none: 0), not at this member's read-ahead
+	// position, whether or not the client has reconnected by then.
+	b.ControlOnce(wire.CmdPollMessages, func(broker.Request) broker.Action { return broker.Action{Drop: true} })
+	_, err = g.Poll(ctx)
+	require.ErrorIs(t, err, iggy.ErrConnection)
+	var batch *iggy.Batch
+	for batch == nil {
+		if batch, err = g.Poll(ctx); err != nil {
+			require.ErrorIs(t, err, iggy.ErrConnection)
+		}
+	}
+	require.Equal(t, uint64(0), batch.Messages[0].Offset, "uncommitted messages are delivered again")
+}
