@@ -51,8 +51,12 @@ type Transform struct {
 // TransformNames are the transforms upstream's SDK defines.
 var TransformNames = []string{
 	"add_fields", "delete_fields", "filter_fields", "update_fields",
-	"unwrap_envelope", "proto_convert", "avro_convert", "flatbuffer_convert",
+	"unwrap_envelope", "proto_convert", "avro_convert", "flat_buffer_convert",
 }
+
+// TransformAliases are other spellings of transform names, accepted and
+// stored under the upstream name.
+var TransformAliases = map[string]string{"flatbuffer_convert": "flat_buffer_convert"}
 
 // ProducerStream is a source's [[streams]] entry: where it produces to.
 type ProducerStream struct {
@@ -63,6 +67,31 @@ type ProducerStream struct {
 	AvroSchemaPath string        `toml:"avro_schema_path"`
 	BatchLength    uint32        `toml:"batch_length"`
 	LingerTime     time.Duration `toml:"linger_time"`
+	StreamSchema
+}
+
+// StreamSchema holds Ferry's extension keys of a [[streams]] entry for
+// the schemas upstream configures only in its *_convert transforms: a
+// proto stream's .proto file and message type, a flatbuffer stream's
+// binary schema, and how Avro datums are framed. Relative paths are
+// resolved against the connector file's directory.
+type StreamSchema struct {
+	// AvroFraming is "binary" (default: a bare datum, as upstream),
+	// "single_object" or "confluent".
+	AvroFraming string `toml:"avro_framing"`
+	// AvroSchemaID is the registry id written with the confluent framing
+	// (and checked on read when not zero).
+	AvroSchemaID uint32 `toml:"avro_schema_id"`
+	// ProtoSchemaPath is a .proto file compiled at start-up, and
+	// ProtoMessageType the message in it; without them a proto payload
+	// is a google.protobuf.Any, as upstream reads it.
+	ProtoSchemaPath   string   `toml:"proto_schema_path"`
+	ProtoMessageType  string   `toml:"proto_message_type"`
+	ProtoIncludePaths []string `toml:"proto_include_paths"`
+	// FlatBufferSchemaPath is a binary schema (.bfbs, from `flatc
+	// --binary --schema`); FlatBufferRootTable overrides its root_type.
+	FlatBufferSchemaPath string `toml:"flatbuffer_schema_path"`
+	FlatBufferRootTable  string `toml:"flatbuffer_root_table"`
 }
 
 func (s *ProducerStream) setDefaults() {
@@ -81,13 +110,14 @@ func (*ProducerStream) keyHints() map[string]string {
 // ConsumerStream is a sink's [[streams]] entry: what it consumes, and
 // (Ferry extensions) what happens when the sink fails.
 type ConsumerStream struct {
-	Stream         string        `toml:"stream" cfg:"required"`
-	Topics         []string      `toml:"topics" cfg:"required"`
-	Schema         Schema        `toml:"schema"`
-	AvroSchemaJSON string        `toml:"avro_schema_json"`
-	AvroSchemaPath string        `toml:"avro_schema_path"`
-	BatchLength    uint32        `toml:"batch_length"`
-	PollInterval   time.Duration `toml:"poll_interval"`
+	Stream         string   `toml:"stream" cfg:"required"`
+	Topics         []string `toml:"topics" cfg:"required"`
+	Schema         Schema   `toml:"schema"`
+	AvroSchemaJSON string   `toml:"avro_schema_json"`
+	AvroSchemaPath string   `toml:"avro_schema_path"`
+	StreamSchema
+	BatchLength  uint32        `toml:"batch_length"`
+	PollInterval time.Duration `toml:"poll_interval"`
 	// ConsumerGroup defaults to "iggy-connect-sink-<key>", as upstream.
 	ConsumerGroup string `toml:"consumer_group"`
 
@@ -192,6 +222,10 @@ func (ts *transforms) bindFrom(b *binder, p path, v any) {
 	}
 	for _, name := range t.keys {
 		tp := p.key(name)
+		key := name
+		if canon, ok := TransformAliases[name]; ok {
+			name = canon
+		}
 		if !slices.Contains(TransformNames, name) {
 			msg := "unknown transform"
 			if s := suggest(name, TransformNames); s != "" {
@@ -202,9 +236,9 @@ func (ts *transforms) bindFrom(b *binder, p path, v any) {
 			b.fail(tp, "%s", msg)
 			continue
 		}
-		tt, ok := t.vals[name].(*table)
+		tt, ok := t.vals[key].(*table)
 		if !ok {
-			b.fail(tp, "expected a table [transforms.%s], got %s", name, typeName(t.vals[name]))
+			b.fail(tp, "expected a table [transforms.%s], got %s", key, typeName(t.vals[key]))
 			continue
 		}
 		tr := Transform{Name: name, Enabled: true, Config: tt.plain()}
@@ -335,6 +369,7 @@ func (c *Connector) validate(b *binder) {
 		nonEmpty(b, p.key("topic"), s.Topic)
 		checkBatch(b, p.key("batch_length"), s.BatchLength)
 		checkAvro(b, p, s.AvroSchemaJSON, s.AvroSchemaPath)
+		s.StreamSchema.check(b, p, s.Schema)
 	}
 	for i, s := range c.Consumers {
 		p := sp.index(i)
@@ -347,6 +382,7 @@ func (c *Connector) validate(b *binder) {
 		}
 		checkBatch(b, p.key("batch_length"), s.BatchLength)
 		checkAvro(b, p, s.AvroSchemaJSON, s.AvroSchemaPath)
+		s.StreamSchema.check(b, p, s.Schema)
 		if s.PollInterval <= 0 {
 			b.fail(p.key("poll_interval"), `expected a duration above zero, such as "5ms"`)
 		}
@@ -380,5 +416,46 @@ func checkBatch(b *binder, p path, n uint32) {
 func checkAvro(b *binder, p path, inline, file string) {
 	if inline != "" && file != "" {
 		b.fail(p.key("avro_schema_path"), "set either avro_schema_json or avro_schema_path, not both")
+	}
+}
+
+// check reports schema keys that do not belong to the stream's schema.
+func (s *StreamSchema) check(b *binder, p path, schema Schema) {
+	only := func(key string, want Schema) {
+		if b.has(p.key(key)) && schema != want {
+			b.fail(p.key(key), "only used with schema = %q", want)
+		}
+	}
+	for _, k := range []string{"avro_framing", "avro_schema_id"} {
+		only(k, SchemaAvro)
+	}
+	for _, k := range []string{"proto_schema_path", "proto_message_type", "proto_include_paths"} {
+		only(k, SchemaProto)
+	}
+	for _, k := range []string{"flatbuffer_schema_path", "flatbuffer_root_table"} {
+		only(k, SchemaFlatBuffer)
+	}
+	switch s.AvroFraming {
+	case "", "binary", "single_object", "confluent":
+	default:
+		b.fail(p.key("avro_framing"), `expected one of "binary", "single_object", "confluent", got %q`, s.AvroFraming)
+	}
+	switch {
+	case s.ProtoSchemaPath != "" && s.ProtoMessageType == "":
+		b.fail(p.key("proto_schema_path"), "needs proto_message_type (the message type to read, such as \"shop.Order\")")
+	case s.ProtoSchemaPath == "" && s.ProtoMessageType != "":
+		b.fail(p.key("proto_message_type"), "needs proto_schema_path")
+	}
+	if s.FlatBufferRootTable != "" && s.FlatBufferSchemaPath == "" {
+		b.fail(p.key("flatbuffer_root_table"), "only used with flatbuffer_schema_path")
+	}
+}
+
+// resolve anchors the schema paths to dir.
+func (s *StreamSchema) resolve(dir string) {
+	s.ProtoSchemaPath = resolvePath(dir, s.ProtoSchemaPath, true)
+	s.FlatBufferSchemaPath = resolvePath(dir, s.FlatBufferSchemaPath, true)
+	for i, p := range s.ProtoIncludePaths {
+		s.ProtoIncludePaths[i] = resolvePath(dir, p, true)
 	}
 }

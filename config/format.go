@@ -42,6 +42,23 @@ type producerOut struct {
 	AvroSchemaPath *string `toml:"avro_schema_path,omitempty" json:"avro_schema_path"`
 	BatchLength    uint32  `toml:"batch_length" json:"batch_length"`
 	LingerTime     string  `toml:"linger_time" json:"linger_time"`
+	streamSchemaOut
+}
+
+// streamSchemaOut renders Ferry's schema extension keys when set.
+type streamSchemaOut struct {
+	AvroFraming          string   `toml:"avro_framing,omitempty" json:"avro_framing,omitempty"`
+	AvroSchemaID         uint32   `toml:"avro_schema_id,omitempty,omitzero" json:"avro_schema_id,omitempty"`
+	ProtoSchemaPath      string   `toml:"proto_schema_path,omitempty" json:"proto_schema_path,omitempty"`
+	ProtoMessageType     string   `toml:"proto_message_type,omitempty" json:"proto_message_type,omitempty"`
+	ProtoIncludePaths    []string `toml:"proto_include_paths,omitempty" json:"proto_include_paths,omitempty"`
+	FlatBufferSchemaPath string   `toml:"flatbuffer_schema_path,omitempty" json:"flatbuffer_schema_path,omitempty"`
+	FlatBufferRootTable  string   `toml:"flatbuffer_root_table,omitempty" json:"flatbuffer_root_table,omitempty"`
+}
+
+func schemaOut(s StreamSchema) streamSchemaOut {
+	return streamSchemaOut{s.AvroFraming, s.AvroSchemaID, s.ProtoSchemaPath, s.ProtoMessageType,
+		s.ProtoIncludePaths, s.FlatBufferSchemaPath, s.FlatBufferRootTable}
 }
 
 type consumerOut struct {
@@ -59,6 +76,7 @@ type consumerOut struct {
 	OnError          string   `toml:"on_error,omitempty" json:"on_error,omitempty"`
 	DeadLetterStream string   `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
 	DeadLetterTopic  string   `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
+	streamSchemaOut
 }
 
 // streamsOut renders the streams; Ferry's delivery keys only when they
@@ -67,7 +85,8 @@ func (c *Connector) streamsOut() any {
 	if c.Type == KindSource {
 		out := make([]producerOut, len(c.Producers))
 		for i, s := range c.Producers {
-			out[i] = producerOut{s.Stream, s.Topic, string(s.Schema), optional(s.AvroSchemaJSON), optional(s.AvroSchemaPath), s.BatchLength, FormatDuration(s.LingerTime)}
+			out[i] = producerOut{s.Stream, s.Topic, string(s.Schema), optional(s.AvroSchemaJSON), optional(s.AvroSchemaPath),
+				s.BatchLength, FormatDuration(s.LingerTime), schemaOut(s.StreamSchema)}
 		}
 		return out
 	}
@@ -76,7 +95,7 @@ func (c *Connector) streamsOut() any {
 		o := consumerOut{
 			Stream: s.Stream, Topics: s.Topics, Schema: string(s.Schema), AvroSchemaJSON: optional(s.AvroSchemaJSON),
 			AvroSchemaPath: optional(s.AvroSchemaPath), BatchLength: s.BatchLength, PollInterval: FormatDuration(s.PollInterval),
-			ConsumerGroup: s.ConsumerGroup,
+			ConsumerGroup: s.ConsumerGroup, streamSchemaOut: schemaOut(s.StreamSchema),
 		}
 		if o.Topics == nil {
 			o.Topics = []string{}

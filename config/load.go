@@ -246,9 +246,11 @@ func loadConnector(b *binder, t *table, kind Kind, key string, env Env) (*Connec
 		dir := filepath.Dir(b.file)
 		for i := range c.Producers {
 			c.Producers[i].AvroSchemaPath = resolvePath(dir, c.Producers[i].AvroSchemaPath, true)
+			c.Producers[i].StreamSchema.resolve(dir)
 		}
 		for i := range c.Consumers {
 			c.Consumers[i].AvroSchemaPath = resolvePath(dir, c.Consumers[i].AvroSchemaPath, true)
+			c.Consumers[i].StreamSchema.resolve(dir)
 		}
 	}
 	return c, ov, nil

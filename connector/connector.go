@@ -73,9 +73,12 @@ type Batch struct {
 
 // Source reads an external system.
 //
-// The runtime calls Open once, then Poll in a loop, one batch at a time:
-// Poll is not called again until the previous batch was acknowledged (Ack)
-// or given up on. Close is called once, after the last Poll returned.
+// The runtime calls Open once, then Poll in a loop from one goroutine, and
+// Close once after the last Poll returned. It reads one batch ahead: Poll
+// may be called for the next batch while the previous one is still being
+// delivered, and Ack and Nack come in the order the batches were polled.
+// A source therefore keeps its read position in memory and reports its
+// durable position through Batch.State, which the runtime saves in order.
 type Source interface {
 	// Open prepares the source. state is the State of the last batch the
 	// runtime saved, or nil on the first run.

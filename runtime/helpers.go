@@ -1,13 +1,12 @@
 package runtime
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -44,39 +43,22 @@ func connectorConfig(m *managed, c *config.Connector) connector.Config {
 	}
 }
 
-// converter returns how a source's payloads become a stream's schema.
-// The same schema, or raw, passes bytes through; text and JSON are both
-// UTF-8, so JSON goes to a text stream as it is.
-func converter(target connector.Schema) func(connector.Schema, []byte) ([]byte, error) {
-	return func(from connector.Schema, p []byte) ([]byte, error) {
-		switch {
-		case from == target, target == connector.SchemaRaw:
-			return p, nil
-		case target == connector.SchemaText && from == connector.SchemaJSON:
-			return p, nil
-		case target == connector.SchemaJSON && from == connector.SchemaText:
-			if !json.Valid(p) {
-				return nil, errors.New("text payload is not valid JSON")
-			}
-			return p, nil
-		}
-		return nil, fmt.Errorf("no conversion from schema %q to %q", from, target)
+// streamCodec makes the codec of the i-th [[streams]] entry of c, reading
+// and compiling its schema files now; an error names the file and entry.
+func streamCodec(c *config.Connector, i int, schema config.Schema, avroJSON, avroPath string, ss config.StreamSchema) (codec.Codec, error) {
+	opts := codec.Options{
+		AvroSchemaJSON: avroJSON, AvroSchemaPath: avroPath, AvroFraming: ss.AvroFraming, AvroSchemaID: ss.AvroSchemaID,
+		ProtoSchemaPath: ss.ProtoSchemaPath, ProtoMessage: ss.ProtoMessageType, ProtoIncludePaths: ss.ProtoIncludePaths,
+		FlatBufferSchemaPath: ss.FlatBufferSchemaPath, FlatBufferRootTable: ss.FlatBufferRootTable,
 	}
-}
-
-// validate checks a consumed payload against its stream's schema.
-func validate(schema connector.Schema, p []byte) error {
-	switch schema {
-	case connector.SchemaJSON, "":
-		if !json.Valid(p) {
-			return errors.New("payload is not valid JSON")
-		}
-	case connector.SchemaText:
-		if !utf8.Valid(p) {
-			return errors.New("payload is not valid UTF-8 text")
-		}
+	if c.File != "" {
+		opts.BaseDir = filepath.Dir(c.File)
 	}
-	return nil
+	sc, err := codec.New(connector.Schema(schema), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: streams[%d]: %w", c.File, i, err)
+	}
+	return sc, nil
 }
 
 // fromIggy converts a consumed message.

@@ -48,7 +48,9 @@ func TestBenchmarkAndVerboseEvents(t *testing.T) {
 	require.NoError(t, rt.Start(ctx))
 	defer rt.Stop(context.Background())
 	eventually(t, "20 messages", func() bool { return len(e.sinks["out"].messages()) >= 20 })
-	eventually(t, "sink benchmark events", func() bool { return strings.Contains(logs.String(), "connector_type=sink") && strings.Contains(logs.String(), "ffi_us=") })
+	eventually(t, "sink benchmark events", func() bool {
+		return strings.Contains(logs.String(), "connector_type=sink") && strings.Contains(logs.String(), "ffi_us=")
+	})
 
 	var src, sink, verbose int
 	for _, line := range strings.Split(logs.String(), "\n") {

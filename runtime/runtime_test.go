@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -304,4 +305,64 @@ func TestGracefulStopFinishesTheBatchInFlight(t *testing.T) {
 		iggy.NamedID("s"), iggy.NamedID("t"), iggy.Partition(0))
 	require.NoError(t, err)
 	require.Equal(t, uint64(9), off.StoredOffset, "the drained batch was committed")
+}
+
+// mixedSink fails n%5 == 0 permanently and n%5 == 1 once, transiently.
+type mixedSink struct {
+	collectSink
+	tries map[uint64]int
+}
+
+func (s *mixedSink) Consume(_ context.Context, b *connector.SinkBatch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bad := connector.MessageErrors{}
+	for i, m := range b.Messages {
+		var v struct{ N uint64 }
+		if err := json.Unmarshal(m.Payload, &v); err != nil {
+			return err
+		}
+		s.tries[v.N]++
+		switch {
+		case v.N%5 == 0:
+			bad[i] = connector.Permanent(errors.New("rejected for good"))
+		case v.N%5 == 1 && s.tries[v.N] == 1:
+			bad[i] = errors.New("try again")
+		default:
+			s.got = append(s.got, m)
+		}
+	}
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+func TestPermanentEntriesAreNotRetried(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 20, batch: 20}
+	sink := &mixedSink{tries: map[uint64]int{}}
+	require.NoError(t, e.reg.Register(connector.Info{Kind: connector.KindSink, Name: "mixed",
+		NewSink: func(connector.Config) (connector.Sink, error) { return sink, nil }}))
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("mixed", "type = \"sink\"\nkey = \"mixed\"\npath = \"mixed\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nbatch_length = 20\nmax_retries = 3\nretry_backoff = \"5ms\"\non_error = \"dead_letter\"\n")
+	rt := e.start()
+	eventually(t, "16 written", func() bool { return len(sink.messages()) >= 16 })
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	eventually(t, "4 dead letters", func() bool {
+		reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"),
+			iggy.NamedID("mixed_dead_letter"), iggy.Partition(0), iggy.First(), 10, false)
+		return err == nil && len(reply.Messages) == 4
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for n := uint64(0); n < 20; n++ {
+		want := 1
+		if n%5 == 1 {
+			want = 2 // retried once after its transient failure
+		}
+		require.Equal(t, want, sink.tries[n], "message %d was tried %d times", n, sink.tries[n])
+	}
 }

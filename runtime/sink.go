@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -30,6 +31,12 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	chain, err := transform.Build(transformSpecs(cfg))
 	if err != nil {
 		return terminal(err)
+	}
+	codecs := make([]codec.Codec, len(cfg.Consumers))
+	for i, cs := range cfg.Consumers {
+		if codecs[i], err = streamCodec(cfg, i, cs.Schema, cs.AvroSchemaJSON, cs.AvroSchemaPath, cs.StreamSchema); err != nil {
+			return terminal(err)
+		}
 	}
 	r := &sinkRun{m: m, cfg: cfg, chain: chain}
 	if err := safely(func() (err error) {
@@ -54,12 +61,12 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
-	for _, cs := range cfg.Consumers {
+	for i, cs := range cfg.Consumers {
 		for _, topic := range cs.Topics {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := r.consume(runCtx, cs, topic); err != nil {
+				if err := r.consume(runCtx, cs, codecs[i], topic); err != nil {
 					once.Do(func() { firstErr = err })
 					cancel(err)
 				}
@@ -81,10 +88,11 @@ type member struct {
 	client *iggy.Client
 	dlq    *deadLetter
 	ffi    time.Duration // time inside Consume for the batch being handled
+	codec  codec.Codec   // the stream's schema
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
-func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, topic string) error {
+func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec.Codec, topic string) error {
 	m := r.m
 	client, err := m.rt.dial(ctx, fmt.Sprintf("sink %s %s/%s", m.key, cs.Stream, topic))
 	if err != nil {
@@ -103,7 +111,7 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, topic s
 		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, err))
 	}
 	defer gc.Close(context.WithoutCancel(ctx))
-	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client}
+	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client, codec: c}
 	if cs.OnError == config.PolicyDeadLetter {
 		mem.dlq = &deadLetter{client: client, stream: cs.DeadLetterStream, topic: cs.DeadLetterTopic, key: m.key}
 	}
@@ -203,57 +211,81 @@ type failure struct {
 	err error
 }
 
-// prepare turns a polled batch into the sink's batch: decode checks each
-// payload against the stream's schema, then the transforms run. Messages
-// that fail either are returned as failures.
+// prepare turns a polled batch into the sink's batch: decoding checks each
+// payload with the stream's codec (and, as upstream's decoders do, turns
+// avro, proto and flatbuffer payloads that have a schema into JSON), then
+// the transforms run. The batch's Schema is the schema after both.
+// Messages that fail either are returned as failures, with the payload as
+// it was read.
 func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 	m := mem.r.m
 	schema := connector.Schema(mem.cs.Schema)
+	toJSON := mem.codec.Mapped() && schema != connector.SchemaJSON && schema != connector.SchemaText && schema != ""
+	if toJSON {
+		schema = connector.SchemaJSON
+	}
 	out := &connector.SinkBatch{Stream: mem.cs.Stream, Topic: mem.topic, Partition: b.Partition, Schema: schema,
 		Messages: make([]connector.Message, 0, len(b.Messages))}
 	var failed []failure
+	var raw [][]byte // the payloads as read, when decoding replaced them
 	decodeStart := time.Now()
 	for i := range b.Messages {
 		cm, err := fromIggy(&b.Messages[i], mem.cs.Stream, mem.topic, b.Partition)
 		if err == nil {
-			err = validate(schema, cm.Payload)
+			if toJSON {
+				cm.Payload, err = mem.codec.ToJSON(nil, cm.Payload)
+			} else {
+				err = mem.codec.Validate(cm.Payload)
+			}
 		}
 		if err != nil {
+			cm.Payload = b.Messages[i].Payload
 			failed = append(failed, failure{cm, fmt.Errorf("decode: %w", err)})
 			continue
 		}
 		out.Messages = append(out.Messages, cm)
+		if toJSON {
+			raw = append(raw, b.Messages[i].Payload)
+		}
 	}
 	m.metrics.observe(stageDecode, decodeStart)
 	if len(mem.r.chain) == 0 {
 		return out, failed
 	}
 	kept := out.Messages[:0]
-	for _, cm := range out.Messages {
+	after := schema
+	for i, cm := range out.Messages {
 		original := cm
-		keep, err := mem.r.chain.Apply(&cm, schema)
+		if toJSON {
+			original.Payload = raw[i]
+		}
+		s, keep, err := mem.r.chain.Apply(&cm, schema)
 		switch {
 		case err != nil:
 			failed = append(failed, failure{original, err})
 		case keep:
 			kept = append(kept, cm)
+			after = s
 		default:
 			m.metrics.filtered.Inc()
 		}
 	}
-	out.Messages = kept
+	out.Messages, out.Schema = kept, after
 	return out, failed
 }
 
 // write calls Consume with retries and capped exponential backoff up to
-// max_retries, narrowing to the messages a *MessageErrors names. When a
-// whole-batch error persists, each remaining message is tried on its own
-// once, so one poison message does not take its neighbours down with it.
-// It returns the messages that still fail.
+// max_retries, narrowing to the messages a connector.MessageErrors names;
+// messages whose error is permanent (connector.Permanent, on the entry or
+// on the whole error) are not retried. When a whole-batch error persists,
+// each remaining message is tried on its own once, so one poison message
+// does not take its neighbours down with it. It returns the messages that
+// still fail.
 func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []failure {
 	m := mem.r.m
 	pending := batch.Messages
-	errs := make([]error, len(pending))
+	var errs []error
+	var failed []failure // permanent failures, settled
 	backoff := mem.cs.RetryBackoff
 	if backoff <= 0 {
 		backoff = retryMin
@@ -266,19 +298,25 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 		err := mem.consume(ctx, &sub)
 		if err == nil {
 			m.metrics.processed.Add(float64(len(pending)))
-			return nil
+			return failed
 		}
 		m.metrics.errors.Inc()
+		permanent := connector.IsPermanent(err)
 		var per connector.MessageErrors
 		if errors.As(err, &per) && len(per) > 0 {
 			var next []connector.Message
 			var nextErrs []error
 			for i, msg := range pending {
-				if e, bad := per[i]; bad {
+				e, bad := per[i]
+				switch {
+				case !bad:
+					m.metrics.processed.Inc()
+				case permanent || connector.IsPermanent(e):
+					failed = append(failed, failure{msg, e})
+				default:
 					next, nextErrs = append(next, msg), append(nextErrs, e)
 				}
 			}
-			m.metrics.processed.Add(float64(len(pending) - len(next)))
 			pending, errs, wholeBatch = next, nextErrs, false
 		} else {
 			errs = make([]error, len(pending))
@@ -288,9 +326,9 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 			wholeBatch = len(pending) > 1
 		}
 		if len(pending) == 0 {
-			return nil
+			return failed
 		}
-		if connector.IsPermanent(err) || attempt >= mem.cs.MaxRetries || ctx.Err() != nil {
+		if permanent || attempt >= mem.cs.MaxRetries || ctx.Err() != nil {
 			break
 		}
 		m.log.Warn("consume failed; retrying", "stream", batch.Stream, "topic", batch.Topic,
@@ -305,17 +343,16 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 	if ctx.Err() != nil {
 		return nil
 	}
-	var failed []failure
 	for i, msg := range pending {
 		if wholeBatch {
 			one := *batch
 			one.Messages = []connector.Message{msg}
-			if err := mem.consume(ctx, &one); err == nil {
+			err := mem.consume(ctx, &one)
+			if err == nil {
 				m.metrics.processed.Inc()
 				continue
-			} else {
-				errs[i] = err
 			}
+			errs[i] = err
 		}
 		failed = append(failed, failure{msg, errs[i]})
 	}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -46,7 +47,26 @@ type sourceRun struct {
 type output struct {
 	cfg      config.ProducerStream
 	producer *iggy.Producer
-	convert  func(schema connector.Schema, payload []byte) ([]byte, error)
+	codec    codec.Codec
+	// convs caches the conversion from each batch schema seen to the
+	// stream's; only the delivering goroutine uses it.
+	convs map[connector.Schema]codec.Convert
+}
+
+// convert turns a payload of the batch's schema into the stream's.
+func (o *output) convert(schema connector.Schema, p []byte) ([]byte, error) {
+	conv, ok := o.convs[schema]
+	if !ok {
+		from, err := codec.New(schema, codec.Options{})
+		if err == nil {
+			conv, err = codec.Converter(from, o.codec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		o.convs[schema] = conv
+	}
+	return conv(nil, p)
 }
 
 func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
@@ -57,6 +77,12 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 	chain, err := transform.Build(transformSpecs(cfg))
 	if err != nil {
 		return terminal(err)
+	}
+	codecs := make([]codec.Codec, len(cfg.Producers))
+	for i, p := range cfg.Producers {
+		if codecs[i], err = streamCodec(cfg, i, p.Schema, p.AvroSchemaJSON, p.AvroSchemaPath, p.StreamSchema); err != nil {
+			return terminal(err)
+		}
 	}
 	r := &sourceRun{m: m, cfg: cfg, acker: nil, chain: chain}
 	if err := safely(func() (err error) {
@@ -72,14 +98,14 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 		return fmt.Errorf("connect to iggy: %w", err)
 	}
 	defer client.Close()
-	for _, p := range cfg.Producers {
+	for i, p := range cfg.Producers {
 		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic),
 			iggy.WithBatchLength(int(p.BatchLength)), iggy.WithLinger(p.LingerTime))
 		if err != nil {
 			return terminal(fmt.Errorf("producer for %s/%s: %w", p.Stream, p.Topic, err))
 		}
 		defer prod.Close(context.WithoutCancel(ctx))
-		r.outputs = append(r.outputs, &output{cfg: p, producer: prod, convert: converter(connector.Schema(p.Schema))})
+		r.outputs = append(r.outputs, &output{cfg: p, producer: prod, codec: codecs[i], convs: map[connector.Schema]codec.Convert{}})
 		r.batchLen = max(r.batchLen, int(p.BatchLength))
 		r.linger = max(r.linger, p.LingerTime)
 	}
@@ -178,6 +204,8 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 }
 
 // prepare applies the transforms in place and drops filtered messages.
+// The batch's Schema becomes the schema after the transforms (a *_convert
+// transform changes it).
 func (r *sourceRun) prepare(b *connector.Batch) error {
 	if b.Schema == "" {
 		b.Schema = connector.SchemaJSON
@@ -186,18 +214,20 @@ func (r *sourceRun) prepare(b *connector.Batch) error {
 		return nil
 	}
 	kept := b.Messages[:0]
+	out := b.Schema
 	for i := range b.Messages {
-		keep, err := r.chain.Apply(&b.Messages[i], b.Schema)
+		schema, keep, err := r.chain.Apply(&b.Messages[i], b.Schema)
 		if err != nil {
 			return fmt.Errorf("message %d of a polled batch: %w", i, err)
 		}
 		if keep {
 			kept = append(kept, b.Messages[i])
+			out = schema
 		} else {
 			r.m.metrics.filtered.Inc()
 		}
 	}
-	b.Messages = kept
+	b.Messages, b.Schema = kept, out
 	return nil
 }
 

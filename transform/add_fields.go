@@ -2,11 +2,8 @@ package transform
 
 import (
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/ferryhq/ferry/connector"
-	"github.com/tidwall/sjson"
 )
 
 // addFields is upstream's add_fields: set top-level fields of a JSON object,
@@ -21,27 +18,28 @@ import (
 //	key = "received_at"
 //	value.computed = "timestamp_millis"
 type addFields struct {
-	fields []addField
+	fields []setField
 }
 
-type addField struct {
-	path  string // sjson path with the key's special characters escaped
+// setField is a key and the value to give it.
+type setField struct {
+	key   fieldKey
 	value compiledValue
 }
 
-func newAddFields(cfg connector.PluginConfig) (Transform, error) {
+func newAddFields(b *buildContext) (Transform, error) {
 	var c struct {
 		Fields []struct {
 			Key   string     `json:"key"`
 			Value FieldValue `json:"value"`
 		} `json:"fields"`
 	}
-	if err := cfg.Decode(&c); err != nil {
+	if err := b.cfg.Decode(&c); err != nil {
 		return nil, err
 	}
 	t := &addFields{}
 	for i, f := range c.Fields {
-		where := fmt.Sprintf("%s: %s.fields[%d]", cfg.Source, cfg.Table, i)
+		where := fmt.Sprintf("%s.fields[%d]", b.where(), i)
 		if f.Key == "" {
 			return nil, fmt.Errorf("%s.key is required", where)
 		}
@@ -49,54 +47,21 @@ func newAddFields(cfg connector.PluginConfig) (Transform, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.fields = append(t.fields, addField{path: escapePath(f.Key), value: v})
+		t.fields = append(t.fields, setField{key: newFieldKey(f.Key), value: v})
 	}
 	return t, nil
 }
 
 func (t *addFields) Name() string { return "add_fields" }
 
-func (t *addFields) Apply(m *connector.Message, schema connector.Schema) (bool, error) {
-	if !isJSON(schema) || len(t.fields) == 0 || !isObject(m.Payload) {
-		return true, nil
+func (t *addFields) Apply(m *connector.Message, schema connector.Schema) (connector.Schema, bool, error) {
+	return applyObjectTransform(t, m, schema)
+}
+
+func (t *addFields) applyObject(o *object) (bool, error) {
+	for i := range t.fields {
+		f := &t.fields[i]
+		o.set(&f.key, o.value(&f.value))
 	}
-	now := time.Now()
-	p := m.Payload
-	for _, f := range t.fields {
-		var err error
-		if p, err = sjson.SetRawBytes(p, f.path, f.value.bytes(now)); err != nil {
-			return false, fmt.Errorf("set %s: %w", f.path, err)
-		}
-	}
-	m.Payload = p
 	return true, nil
-}
-
-func isJSON(s connector.Schema) bool { return s == connector.SchemaJSON || s == "" }
-
-// isObject reports whether a JSON document is an object (its first
-// non-space byte is '{'). Payloads are validated when decoded.
-func isObject(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
-}
-
-// escapePath makes a top-level key an sjson path that names exactly that
-// key, whatever characters it holds.
-func escapePath(key string) string {
-	var b strings.Builder
-	for _, r := range key {
-		switch r {
-		case '.', '*', '?', '|', '#', '@', '\\', '!', '=', '<', '>', '%', ':':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -2,34 +2,79 @@ package transform
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/jsonx"
 )
 
 // Transform changes one message.
 type Transform interface {
 	// Name is the transform's table name, such as "add_fields".
 	Name() string
-	// Apply changes m in place. It returns false to drop the message. An
-	// error means the message cannot be transformed (the runtime sends it
-	// to the dead-letter path).
-	Apply(m *connector.Message, schema connector.Schema) (keep bool, err error)
+	// Apply changes m in place. schema is the format of m.Payload; Apply
+	// returns the format after the change (the *_convert transforms
+	// change it; the others return schema). keep is false to drop the
+	// message. An error means the message cannot be transformed (the
+	// runtime sends it to the dead-letter path).
+	Apply(m *connector.Message, schema connector.Schema) (out connector.Schema, keep bool, err error)
+}
+
+// objectTransform is a transform of top-level JSON object members. A
+// chain scans an object payload once for a run of them and writes it once
+// after the run. Payloads that are not JSON objects pass them unchanged.
+type objectTransform interface {
+	Transform
+	applyObject(o *object) (keep bool, err error)
 }
 
 // Spec is one configured transform table.
 type Spec struct {
 	Name   string
 	Config map[string]any
-	// Source names the file the table came from, for error messages.
+	// Source names the file the table came from, for error messages;
+	// relative schema paths in the table are resolved against its
+	// directory.
 	Source string
 }
 
-type factory func(cfg connector.PluginConfig) (Transform, error)
+// buildContext is what a transform's constructor receives.
+type buildContext struct {
+	cfg     connector.PluginConfig
+	baseDir string
+}
+
+func (b *buildContext) where() string {
+	if b.cfg.Source == "" {
+		return b.cfg.Table
+	}
+	return b.cfg.Source + ": " + b.cfg.Table
+}
+
+func (b *buildContext) errorf(key, format string, args ...any) error {
+	w := b.where()
+	if key != "" {
+		w += "." + key
+	}
+	return fmt.Errorf("%s: %s", w, fmt.Sprintf(format, args...))
+}
+
+type factory func(b *buildContext) (Transform, error)
 
 var factories = map[string]factory{
-	"add_fields": newAddFields,
+	"add_fields":          newAddFields,
+	"delete_fields":       newDeleteFields,
+	"filter_fields":       newFilterFields,
+	"update_fields":       newUpdateFields,
+	"unwrap_envelope":     newUnwrapEnvelope,
+	"avro_convert":        newAvroConvert,
+	"proto_convert":       newProtoConvert,
+	"flat_buffer_convert": newFlatBufferConvert,
 }
+
+// aliases are other spellings of transform names.
+var aliases = map[string]string{"flatbuffer_convert": "flat_buffer_convert"}
 
 // Names lists the transforms this build knows, sorted.
 func Names() []string {
@@ -49,7 +94,11 @@ type Chain []Transform
 func Build(specs []Spec) (Chain, error) {
 	var chain Chain
 	for _, s := range specs {
-		f, ok := factories[s.Name]
+		name := s.Name
+		if a, ok := aliases[name]; ok {
+			name = a
+		}
+		f, ok := factories[name]
 		if !ok {
 			return nil, fmt.Errorf("%s: transforms.%s is not a known transform (known: %v)", s.Source, s.Name, Names())
 		}
@@ -59,7 +108,11 @@ func Build(specs []Spec) (Chain, error) {
 				values[k] = v
 			}
 		}
-		t, err := f(connector.PluginConfig{Values: values, Source: s.Source, Table: "transforms." + s.Name})
+		b := &buildContext{cfg: connector.PluginConfig{Values: values, Source: s.Source, Table: "transforms." + s.Name}}
+		if s.Source != "" {
+			b.baseDir = filepath.Dir(s.Source)
+		}
+		t, err := f(b)
 		if err != nil {
 			return nil, err
 		}
@@ -69,16 +122,54 @@ func Build(specs []Spec) (Chain, error) {
 }
 
 // Apply runs every transform on m in order and stops at the first that
-// drops the message or fails.
-func (c Chain) Apply(m *connector.Message, schema connector.Schema) (bool, error) {
-	for _, t := range c {
-		keep, err := t.Apply(m, schema)
-		if err != nil {
-			return false, fmt.Errorf("transform %s: %w", t.Name(), err)
+// drops the message or fails. It returns the payload's schema after the
+// chain.
+func (c Chain) Apply(m *connector.Message, schema connector.Schema) (connector.Schema, bool, error) {
+	for i := 0; i < len(c); {
+		ot, isObject := c[i].(objectTransform)
+		if !isObject {
+			out, keep, err := c[i].Apply(m, schema)
+			if err != nil {
+				return schema, false, fmt.Errorf("transform %s: %w", c[i].Name(), err)
+			}
+			if !keep {
+				return out, false, nil
+			}
+			schema = out
+			i++
+			continue
 		}
+		if !isJSON(schema) || !jsonx.IsObject(m.Payload) {
+			i++ // as upstream: other payloads pass through
+			continue
+		}
+		o, err := getObject(m.Payload)
+		if err != nil {
+			return schema, false, fmt.Errorf("transform %s: %w", ot.Name(), err)
+		}
+		keep := true
+		for keep && i < len(c) && o.replaced == nil {
+			if ot, isObject = c[i].(objectTransform); !isObject {
+				break
+			}
+			if keep, err = ot.applyObject(o); err != nil {
+				putObject(o)
+				return schema, false, fmt.Errorf("transform %s: %w", ot.Name(), err)
+			}
+			i++
+		}
+		m.Payload = o.result()
+		putObject(o)
 		if !keep {
-			return false, nil
+			return schema, false, nil
 		}
 	}
-	return true, nil
+	return schema, true, nil
 }
+
+// applyObjectTransform is Apply for a single object transform.
+func applyObjectTransform(t objectTransform, m *connector.Message, schema connector.Schema) (connector.Schema, bool, error) {
+	return Chain{t}.Apply(m, schema)
+}
+
+func isJSON(s connector.Schema) bool { return s == connector.SchemaJSON || s == "" }

@@ -16,28 +16,71 @@ type FieldValue struct {
 	Computed string          `json:"computed,omitempty"`
 }
 
-// computedValues are upstream's computed value names.
-var computedValues = map[string]func(now time.Time) []byte{
-	"date_time":         func(now time.Time) []byte { return strconv.AppendQuote(nil, now.UTC().Format(time.RFC3339Nano)) },
-	"timestamp_nanos":   func(now time.Time) []byte { return strconv.AppendInt(nil, now.UnixNano(), 10) },
-	"timestamp_micros":  func(now time.Time) []byte { return strconv.AppendInt(nil, now.UnixMicro(), 10) },
-	"timestamp_millis":  func(now time.Time) []byte { return strconv.AppendInt(nil, now.UnixMilli(), 10) },
-	"timestamp_seconds": func(now time.Time) []byte { return strconv.AppendInt(nil, now.Unix(), 10) },
-	"uuid_v4":           func(time.Time) []byte { return strconv.AppendQuote(nil, uuid.New().String()) },
-	"uuid_v7":           func(time.Time) []byte { return strconv.AppendQuote(nil, uuid.Must(uuid.NewV7()).String()) },
+// computedValues are upstream's computed value names; each appends the
+// value's JSON to dst.
+var computedValues = map[string]func(dst []byte, now time.Time) []byte{
+	"date_time":         appendDateTime,
+	"timestamp_nanos":   func(dst []byte, now time.Time) []byte { return strconv.AppendInt(dst, now.UnixNano(), 10) },
+	"timestamp_micros":  func(dst []byte, now time.Time) []byte { return strconv.AppendInt(dst, now.UnixMicro(), 10) },
+	"timestamp_millis":  func(dst []byte, now time.Time) []byte { return strconv.AppendInt(dst, now.UnixMilli(), 10) },
+	"timestamp_seconds": func(dst []byte, now time.Time) []byte { return strconv.AppendInt(dst, now.Unix(), 10) },
+	"uuid_v4":           func(dst []byte, _ time.Time) []byte { return appendUUID(dst, uuid.New()) },
+	"uuid_v7":           func(dst []byte, _ time.Time) []byte { return appendUUID(dst, uuid.Must(uuid.NewV7())) },
+}
+
+func computedNames() string {
+	return "date_time, timestamp_nanos, timestamp_micros, timestamp_millis, timestamp_seconds, uuid_v4, uuid_v7"
+}
+
+// appendDateTime writes the time as upstream's chrono to_rfc3339 does:
+// UTC with a "+00:00" offset and 0, 3, 6 or 9 fraction digits.
+func appendDateTime(dst []byte, now time.Time) []byte {
+	now = now.UTC()
+	dst = append(dst, '"')
+	dst = now.AppendFormat(dst, "2006-01-02T15:04:05")
+	switch ns := now.Nanosecond(); {
+	case ns == 0:
+	case ns%1_000_000 == 0:
+		dst = appendFraction(dst, ns/1_000_000, 3)
+	case ns%1_000 == 0:
+		dst = appendFraction(dst, ns/1_000, 6)
+	default:
+		dst = appendFraction(dst, ns, 9)
+	}
+	return append(dst, `+00:00"`...)
+}
+
+func appendFraction(dst []byte, v, digits int) []byte {
+	dst = append(dst, '.')
+	var buf [9]byte
+	for i := digits - 1; i >= 0; i-- {
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(dst, buf[:digits]...)
+}
+
+func appendUUID(dst []byte, id uuid.UUID) []byte {
+	var buf [36]byte
+	const hex = "0123456789abcdef"
+	j := 0
+	for i, b := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			buf[j] = '-'
+			j++
+		}
+		buf[j], buf[j+1] = hex[b>>4], hex[b&0xf]
+		j += 2
+	}
+	dst = append(dst, '"')
+	dst = append(dst, buf[:]...)
+	return append(dst, '"')
 }
 
 // compiledValue produces a field's JSON bytes.
 type compiledValue struct {
 	static  []byte
-	compute func(time.Time) []byte
-}
-
-func (v compiledValue) bytes(now time.Time) []byte {
-	if v.compute != nil {
-		return v.compute(now)
-	}
-	return v.static
+	compute func(dst []byte, now time.Time) []byte
 }
 
 func compileValue(v FieldValue, where string) (compiledValue, error) {
@@ -47,7 +90,7 @@ func compileValue(v FieldValue, where string) (compiledValue, error) {
 	case v.Computed != "":
 		f, ok := computedValues[v.Computed]
 		if !ok {
-			return compiledValue{}, fmt.Errorf("%s.computed: %q is not a computed value (use date_time, timestamp_nanos, timestamp_micros, timestamp_millis, timestamp_seconds, uuid_v4, uuid_v7)", where, v.Computed)
+			return compiledValue{}, fmt.Errorf("%s.computed: %q is not a computed value (use %s)", where, v.Computed, computedNames())
 		}
 		return compiledValue{compute: f}, nil
 	case v.Static != nil:

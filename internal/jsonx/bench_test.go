@@ -1,0 +1,47 @@
+package jsonx
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+var benchDoc = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"id":1234567,"user":"alice","email":"alice@example.com","active":true,"score":98.6,"status":"pending",`)
+	for i := 0; b.Len() < 1990; i++ {
+		fmt.Fprintf(&b, `"field_%02d":{"n":%d,"s":"value %d with some text","ok":false},`, i, i*1000003, i)
+	}
+	b.WriteString(`"text":"end"}`)
+	return []byte(b.String())
+}()
+
+func BenchmarkScanObject2KB(b *testing.B) {
+	b.SetBytes(int64(len(benchDoc)))
+	ms := make([]Member, 0, 64)
+	for b.Loop() {
+		var err error
+		if ms, err = ScanObject(benchDoc, ms[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCheck2KB(b *testing.B) {
+	b.SetBytes(int64(len(benchDoc)))
+	for b.Loop() {
+		if err := Check(benchDoc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStdValid2KB(b *testing.B) {
+	b.SetBytes(int64(len(benchDoc)))
+	for b.Loop() {
+		if !json.Valid(benchDoc) {
+			b.Fatal("invalid")
+		}
+	}
+}

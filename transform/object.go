@@ -1,0 +1,153 @@
+package transform
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/internal/jsonx"
+)
+
+// object is a JSON object payload scanned once for a run of JSON
+// transforms: each member keeps the raw bytes of its name and value, so a
+// transform that touches one member copies every other one verbatim (big
+// numbers, unicode and formatting inside values survive untouched).
+type object struct {
+	src     []byte
+	members []jsonx.Member // a member with a nil Value is deleted
+	changed bool
+	// replaced, when set, is the whole new payload (unwrap_envelope).
+	replaced []byte
+	// arena holds generated values; slices into it stay valid because
+	// appending never rewrites bytes already handed out.
+	arena []byte
+	now   time.Time
+}
+
+var objects = sync.Pool{New: func() any { return &object{members: make([]jsonx.Member, 0, 32), arena: make([]byte, 0, 256)} }}
+
+func getObject(payload []byte) (*object, error) {
+	o := objects.Get().(*object)
+	o.src, o.changed, o.replaced, o.now = payload, false, nil, time.Time{}
+	o.members, o.arena = o.members[:0], o.arena[:0]
+	var err error
+	if o.members, err = jsonx.ScanObject(payload, o.members); err != nil {
+		putObject(o)
+		return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	return o, nil
+}
+
+func putObject(o *object) {
+	if cap(o.members) > 1024 || cap(o.arena) > 64<<10 {
+		return
+	}
+	// Members still point into the last payload until the object is
+	// reused; the pool lets go of idle objects at the next collections.
+	o.src, o.replaced = nil, nil
+	objects.Put(o)
+}
+
+// clock returns one time per message, so that every computed value of a
+// message agrees.
+func (o *object) clock() time.Time {
+	if o.now.IsZero() {
+		o.now = time.Now()
+	}
+	return o.now
+}
+
+// find returns the index of the first live member named key, or -1.
+func (o *object) find(key string) int {
+	for i := range o.members {
+		if m := &o.members[i]; m.Value != nil && m.KeyIs(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (o *object) has(key string) bool { return o.find(key) >= 0 }
+
+// set gives every member named f.key the value v, or appends one.
+func (o *object) set(f *fieldKey, v []byte) {
+	found := false
+	for i := range o.members {
+		if m := &o.members[i]; m.Value != nil && m.KeyIs(f.name) {
+			m.Value = v
+			found = true
+		}
+	}
+	if !found {
+		o.members = append(o.members, jsonx.Member{Key: f.raw, Value: v, Escaped: f.escaped})
+	}
+	o.changed = true
+}
+
+// remove deletes member i.
+func (o *object) remove(i int) {
+	o.members[i].Value = nil
+	o.changed = true
+}
+
+// value produces a configured value's JSON bytes.
+func (o *object) value(v *compiledValue) []byte {
+	if v.compute == nil {
+		return v.static
+	}
+	start := len(o.arena)
+	o.arena = v.compute(o.arena, o.clock())
+	return o.arena[start:len(o.arena):len(o.arena)]
+}
+
+// result is the payload after the run: the original bytes when nothing
+// changed, else a new buffer.
+func (o *object) result() []byte {
+	if o.replaced != nil {
+		return append([]byte(nil), o.replaced...)
+	}
+	if !o.changed {
+		return o.src
+	}
+	n := 2
+	for i := range o.members {
+		if m := &o.members[i]; m.Value != nil {
+			n += len(m.Key) + len(m.Value) + 4
+		}
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	first := true
+	for i := range o.members {
+		m := &o.members[i]
+		if m.Value == nil {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, '"')
+		out = append(out, m.Key...)
+		out = append(out, '"', ':')
+		out = append(out, m.Value...)
+	}
+	return append(out, '}')
+}
+
+// fieldKey is a configured top-level key, ready to compare and to write.
+type fieldKey struct {
+	name    string
+	raw     []byte // escaped, without quotes
+	escaped bool   // raw differs from name or holds non-ASCII bytes
+}
+
+func newFieldKey(name string) fieldKey {
+	q := jsonx.AppendString(nil, name)
+	raw := q[1 : len(q)-1]
+	escaped := string(raw) != name
+	for i := 0; i < len(raw) && !escaped; i++ {
+		escaped = raw[i] >= 0x80
+	}
+	return fieldKey{name: name, raw: raw, escaped: escaped}
+}
