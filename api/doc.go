@@ -17,12 +17,15 @@
 //	PUT    /sinks/{key}/configs/active        {"version": N} selects the active version (204)
 //	GET    /sinks/{key}/configs/plugin        plugin_config as ?format=json|yaml|toml|text
 //	POST   /sinks/{key}/restart               restart this connector alone (204)
+//	DELETE /sinks/{key}                       Ferry: stop the connector and delete every
+//	                                          configuration version of it (204)
 //
 // Errors are {"code": "...", "reason": "..."} with upstream's codes
 // (sink_not_found, sink_config_not_found, invalid_configuration,
 // invalid_connector_key, error, ...) and statuses: 400 for bad input (the
 // reason names the field), 401 without the API key, 404 for an unknown
-// connector or version, 409 when deleting the active version, 500
+// connector or version, 409 when deleting the active version, 501
+// (not_supported) for DELETE /{kind}s/{key} with the HTTP provider, 500
 // otherwise.
 //
 // Like upstream, "active" in a configuration listing and GET .../configs/active

@@ -30,6 +30,7 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 			{"GET", "/{key}", s.get},
 			{"GET", "/{key}/transforms", s.getTransforms},
 			{"POST", "/{key}/restart", s.restart},
+			{"DELETE", "/{key}", s.remove}, // Ferry extension
 			{"GET", "/{key}/configs", s.listConfigs},
 			{"POST", "/{key}/configs", s.createConfig},
 			{"DELETE", "/{key}/configs", s.deleteConfig},

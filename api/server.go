@@ -26,6 +26,9 @@ type Runtime interface {
 	// Restart stops one connector, reloads its active configuration and
 	// starts it again.
 	Restart(ctx context.Context, kind connector.Kind, key string) error
+	// Remove stops one connector and forgets it (Ferry extension, for
+	// DELETE /{kind}s/{key}); runtime.ErrNotFound for an unknown key.
+	Remove(ctx context.Context, kind connector.Kind, key string) error
 	// Provider holds the configuration versions; nil before the runtime started.
 	Provider() config.Provider
 	// Metrics are the Prometheus metrics /metrics serves and /stats reads.

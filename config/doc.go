@@ -132,8 +132,10 @@
 // numbered one above the highest; [Store.SetActive] rewrites
 // .active_versions.toml; both write a hidden temporary file, sync it and
 // rename it into place. [Store.Delete] refuses the active version (upstream
-// deletes it and activates the highest remaining one). A version's
-// creation time is its file's modification time.
+// deletes it and activates the highest remaining one).
+// [Store.DeleteConnector] (Ferry extension, for the API's DELETE
+// /sinks/{key}) removes every version file of a connector and its active
+// entry. A version's creation time is its file's modification time.
 //
 // Loading never stops at a broken file: [Provider.Load] returns the
 // connectors that loaded and a [LoadError] per file that did not, with the

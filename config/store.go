@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -277,6 +278,63 @@ func (s *Store) Delete(ctx context.Context, kind Kind, key string, version uint6
 	}
 	if err := os.Remove(vs[i].File); err != nil {
 		return fmt.Errorf("delete %s %q version %d: %w", kind, key, version, err)
+	}
+	return syncDir(s.dir)
+}
+
+// ConnectorDeleter is implemented by providers that can delete a
+// connector as a whole (Ferry extension; upstream deletes one version at
+// a time). *Store implements it; the HTTP provider does not.
+type ConnectorDeleter interface {
+	// DeleteConnector removes every version of a connector and its entry
+	// in the active versions; ErrNotFound when there is nothing to remove.
+	DeleteConnector(ctx context.Context, kind Kind, key string) error
+}
+
+var _ ConnectorDeleter = (*Store)(nil)
+
+// DeleteConnector removes every version file of a connector, including
+// files that name it but failed to load, and its entry in
+// .active_versions.toml, so that it does not come back when the runtime
+// next loads the directory. Files go first: if removing one fails, the
+// active entry stays and the error says which file is left.
+func (s *Store) DeleteConnector(ctx context.Context, kind Kind, key string) error {
+	if err := checkKindKey(kind, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return err
+	}
+	var files []string
+	for _, c := range sc.versions[connID{kind, key}] {
+		files = append(files, c.File)
+	}
+	for _, le := range sc.errs {
+		if le.Type == kind && le.Key == key {
+			files = append(files, le.File)
+		}
+	}
+	_, recorded := av.m(kind)[key]
+	if len(files) == 0 && !recorded {
+		return notFound(kind, key, nil)
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete %s %q: %w", kind, key, err)
+		}
+	}
+	if recorded {
+		delete(av.m(kind), key)
+		if err := s.writeActive(av); err != nil {
+			return fmt.Errorf("delete %s %q: %w", kind, key, err)
+		}
 	}
 	return syncDir(s.dir)
 }

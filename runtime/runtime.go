@@ -379,6 +379,9 @@ func (r *Runtime) Restart(ctx context.Context, kind connector.Kind, key string) 
 	if r.isClosed() {
 		return ErrStopped
 	}
+	if !r.current(m) {
+		return fmt.Errorf("%s %q: removed meanwhile: %w", kind, key, ErrNotFound)
+	}
 	if err := m.halt(ctx); err != nil {
 		return err
 	}
@@ -402,6 +405,48 @@ func (r *Runtime) Restart(ctx context.Context, kind connector.Kind, key string) 
 	}
 	m.start()
 	return nil
+}
+
+// Remove stops a connector (draining what is in flight, until ctx ends)
+// and forgets it: it no longer appears in Connectors and Stop does not
+// touch it. Its configuration is left to the caller; a later Restart of
+// the same key loads it again if the provider still has it. An unknown
+// key is ErrNotFound. Ferry extension: upstream's runtime cannot remove
+// a connector while it runs.
+func (r *Runtime) Remove(ctx context.Context, kind connector.Kind, key string) error {
+	m, err := r.get(kind, key)
+	if err != nil {
+		return err
+	}
+	m.restartMu.Lock()
+	defer m.restartMu.Unlock()
+	if r.isClosed() {
+		return ErrStopped
+	}
+	if err := m.halt(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.connectors[kind][key] == m {
+		delete(r.connectors[kind], key)
+	}
+	n := len(r.connectors[kind])
+	r.mu.Unlock()
+	if kind == connector.KindSource {
+		r.metrics.sourcesTotal.Set(float64(n))
+	} else {
+		r.metrics.sinksTotal.Set(float64(n))
+	}
+	m.log.Info("connector removed")
+	return nil
+}
+
+// current reports whether m is still the connector under its key (a
+// Remove may have run while a caller waited for m.restartMu).
+func (r *Runtime) current(m *managed) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.connectors[m.kind][m.key] == m
 }
 
 func (r *Runtime) isClosed() bool {
@@ -431,7 +476,10 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, info := range r.Connectors(kind) {
-			m, _ := r.get(kind, info.Key)
+			m, err := r.get(kind, info.Key)
+			if err != nil {
+				continue // removed meanwhile
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/connectors/exec"
+	"github.com/spf13/cobra"
+)
+
+// Hooks are exec sinks managed through the runtime's API. A hook named
+// NAME is the sink with key "hook-NAME" and path "exec", reading with
+// consumer group "hook-NAME".
+const (
+	hookPrefix        = "hook-"
+	hookDefaultStream = "hooks"
+	hookPollInterval  = "100ms"
+)
+
+func hookKey(name string) string { return hookPrefix + name }
+
+// isHook tells hooks from other sinks.
+func isHook(key, path string) bool { return strings.HasPrefix(key, hookPrefix) && path == "exec" }
+
+func checkHookName(name string) error {
+	if name == "" || !config.ValidKey(hookKey(name)) || !config.ValidKey(name) {
+		return usageError{fmt.Errorf("hook name %q: want 1 to %d letters, digits, '-', '_' or '.', starting with a letter or digit", name, 128-len(hookPrefix))}
+	}
+	return nil
+}
+
+func newHookCmd() *cobra.Command {
+	f := &apiFlags{}
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "Run a command for every message on a topic",
+		Long: `A hook runs a shell command for each message on a topic, through a running
+runtime (ferry run) and its management API. Hooks are exec sinks: their
+configuration is stored in the runtime's config_dir, so they survive restarts,
+and they start at once, without restarting the runtime.
+
+Placeholders {payload} {offset} {stream} {topic} {partition} {id} {timestamp}
+in COMMAND are passed as data (quoted references to FERRY_* variables), never
+spliced into the shell text; the payload is also on standard input. A failing
+command is retried (--max-retries), then sent to the dead-letter topic
+<stream>/hook-NAME_dead_letter (or, with --on-error stop, stops the hook).
+A new hook starts at the first message the topic holds (a hook created again
+under the same name goes on where its consumer group hook-NAME stopped).`,
+	}
+	f.register(cmd)
+	cmd.AddCommand(newHookCreateCmd(f), newHookListCmd(f), newHookGetCmd(f), newHookDeleteCmd(f))
+	return cmd
+}
+
+// hookOptions are the flags of hook create.
+type hookOptions struct {
+	stream, dir, timeout, shell, onError string
+	env                                  []string
+	maxRetries                           uint32
+	concurrency                          int
+}
+
+func newHookCreateCmd(f *apiFlags) *cobra.Command {
+	o := &hookOptions{}
+	cmd := &cobra.Command{
+		Use:   "create NAME TOPIC COMMAND",
+		Short: "Create a hook and start it",
+		Example: `  ferry hook create my-first-hook my-topic "php artisan execute:command {payload}"
+  ferry hook create invoices created 'cd /srv/app; ./bin/invoice --id {id}' --stream orders --timeout 30s --env APP_ENV=production`,
+		Args: exactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			body, err := o.config(args[0], args[1], args[2])
+			if err != nil {
+				return err
+			}
+			h, err := createHook(cmd.Context(), c, args[0], body)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), h)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "hook %s created: runs `%s` for each message on %s/%s (status %s)\n", h.Name, oneLineText(h.Command, 200), h.Stream, h.Topic, h.Status)
+			if h.DeadLetter != "" {
+				fmt.Fprintf(out, "failed messages go to %s after %d retries\n", h.DeadLetter, h.MaxRetries)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.stream, "stream", hookDefaultStream, "the stream TOPIC is in (with the embedded broker, created when missing)")
+	fl.StringVar(&o.dir, "dir", "", "working directory of the command, made absolute here (default: the runtime's)")
+	fl.StringVar(&o.timeout, "timeout", "", `time limit of each run, such as "30s"; its process group is killed (default 1m; 0 for none)`)
+	fl.StringArrayVar(&o.env, "env", nil, "extra environment variable K=V for the command (repeatable)")
+	fl.StringVar(&o.shell, "shell", "", "shell that runs COMMAND with -c (default /bin/sh)")
+	fl.StringVar(&o.onError, "on-error", "dead_letter", `after the retries: "dead_letter" (go on) or "stop" (stop the hook)`)
+	fl.Uint32Var(&o.maxRetries, "max-retries", config.DefaultMaxRetries, "retries of a failing command")
+	fl.IntVar(&o.concurrency, "concurrency", 1, "commands running at once; above 1, messages may finish out of order")
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs as a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError{fmt.Errorf("%w (usage: ferry %s)", err, cmd.UseLine()[len("ferry "):])}
+		}
+		return nil
+	}
+}
+
+// hookBody is upstream's CreateSinkConfig for a hook.
+type hookBody struct {
+	Enabled      bool           `json:"enabled"`
+	Name         string         `json:"name"`
+	Path         string         `json:"path"`
+	Streams      []sinkStream   `json:"streams"`
+	PluginConfig map[string]any `json:"plugin_config"`
+}
+
+// config checks the arguments and builds the configuration, validating
+// it with the exec sink's own rules before anything is sent.
+func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
+	if err := checkHookName(name); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(topic) == "" || strings.TrimSpace(o.stream) == "" {
+		return nil, usageError{errors.New("TOPIC and --stream must not be empty")}
+	}
+	if o.onError != string(config.PolicyDeadLetter) && o.onError != string(config.PolicyStop) {
+		return nil, usageError{fmt.Errorf("--on-error %q: want dead_letter or stop", o.onError)}
+	}
+	if o.concurrency < 1 {
+		return nil, usageError{fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)}
+	}
+	pc := map[string]any{"command": command}
+	if o.dir != "" {
+		dir, err := filepath.Abs(o.dir) // relative to where the user is, not to the runtime
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--dir %q: %w", o.dir, err)}
+		}
+		pc["working_dir"] = dir
+	}
+	switch o.timeout {
+	case "":
+	case "0":
+		pc["timeout"] = "0s"
+	default:
+		pc["timeout"] = o.timeout
+	}
+	if o.shell != "" {
+		pc["shell"] = o.shell
+	}
+	batch := uint32(1) // strict order: a failing message is retried before the next runs
+	if o.concurrency > 1 {
+		pc["concurrency"], pc["ordering"] = o.concurrency, exec.OrderingNone
+		batch = uint32(o.concurrency)
+	}
+	if len(o.env) > 0 {
+		env := map[string]any{}
+		for _, kv := range o.env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, usageError{fmt.Errorf("--env %q: want NAME=VALUE", kv)}
+			}
+			env[k] = v
+		}
+		pc["env"] = env
+	}
+	if _, err := exec.New(connector.Config{Key: hookKey(name), Plugin: connector.PluginConfig{Values: pc, Source: "hook " + name}}); err != nil {
+		return nil, usageError{err}
+	}
+	retries := o.maxRetries
+	return &hookBody{Enabled: true, Name: name, Path: "exec", PluginConfig: pc, Streams: []sinkStream{{
+		Stream: o.stream, Topics: []string{topic}, Schema: string(config.SchemaRaw), BatchLength: batch,
+		PollInterval: hookPollInterval, ConsumerGroup: hookKey(name), MaxRetries: &retries, OnError: o.onError,
+	}}}, nil
+}
+
+// createHook stores the configuration as the hook's only version, makes
+// it active and starts it, then waits briefly for it to leave "starting".
+// When it does not start, the configuration is deleted again, so a
+// corrected create can follow.
+func createHook(ctx context.Context, c *apiClient, name string, body *hookBody) (*hookView, error) {
+	key := url.PathEscape(hookKey(name))
+	err := c.call(ctx, "GET", "/sinks/"+key+"/configs", nil, &[]sinkConfig{})
+	if err == nil {
+		return nil, fmt.Errorf("hook %s already exists; delete it first (ferry hook delete %s)", name, name)
+	}
+	if !isNotFound(err) {
+		return nil, err
+	}
+	var saved sinkConfig
+	if err := c.call(ctx, "POST", "/sinks/"+key+"/configs", body, &saved); err != nil {
+		return nil, fmt.Errorf("create hook %s: %w", name, err)
+	}
+	h, err := startHook(ctx, c, name, saved.Version)
+	if err != nil {
+		if derr := c.call(context.WithoutCancel(ctx), "DELETE", "/sinks/"+key, nil, nil); derr != nil && !isNotFound(derr) {
+			return nil, fmt.Errorf("hook %s did not start: %w; removing its configuration failed too (ferry hook delete %s): %v", name, err, name, derr)
+		}
+		return nil, fmt.Errorf("hook %s was not created: it did not start: %w", name, err)
+	}
+	return h, nil
+}
+
+func startHook(ctx context.Context, c *apiClient, name string, version uint64) (*hookView, error) {
+	key := url.PathEscape(hookKey(name))
+	if err := c.call(ctx, "PUT", "/sinks/"+key+"/configs/active", map[string]uint64{"version": version}, nil); err != nil {
+		return nil, err
+	}
+	if err := c.call(ctx, "POST", "/sinks/"+key+"/restart", nil, nil); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		h, err := getHook(ctx, c, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case h.Status == "error":
+			return nil, errors.New(h.LastError)
+		case h.Status != "starting" || time.Now().After(deadline):
+			return h, nil
+		}
+	}
+}
+
+// hookView is a hook as hook get and hook list show it.
+type hookView struct {
+	Name          string            `json:"name"`
+	Key           string            `json:"key"`
+	Status        string            `json:"status"`
+	LastError     string            `json:"last_error,omitempty"`
+	Enabled       bool              `json:"enabled"`
+	Version       uint64            `json:"version"`
+	Stream        string            `json:"stream"`
+	Topic         string            `json:"topic"`
+	ConsumerGroup string            `json:"consumer_group"`
+	Command       string            `json:"command"`
+	WorkingDir    string            `json:"working_dir,omitempty"`
+	Timeout       string            `json:"timeout,omitempty"`
+	Shell         string            `json:"shell,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Concurrency   int               `json:"concurrency,omitempty"`
+	MaxRetries    uint32            `json:"max_retries"`
+	OnError       string            `json:"on_error"`
+	DeadLetter    string            `json:"dead_letter,omitempty"`
+}
+
+func viewOf(info sinkInfo, c *sinkConfig) *hookView {
+	h := &hookView{Name: strings.TrimPrefix(info.Key, hookPrefix), Key: info.Key, Status: info.Status, Enabled: info.Enabled}
+	if info.LastError != nil {
+		h.LastError = info.LastError.Message
+	}
+	if c == nil {
+		return h
+	}
+	h.Version, h.Enabled = c.Version, c.Enabled
+	if len(c.Streams) > 0 {
+		s := c.Streams[0]
+		h.Stream, h.Topic, h.ConsumerGroup, h.OnError = s.Stream, strings.Join(s.Topics, ","), s.ConsumerGroup, s.OnError
+		h.MaxRetries = config.DefaultMaxRetries // the API leaves out default delivery keys
+		if s.MaxRetries != nil {
+			h.MaxRetries = *s.MaxRetries
+		}
+		if s.OnError == string(config.PolicyDeadLetter) {
+			h.DeadLetter = s.DeadLetterStream + "/" + s.DeadLetterTopic
+		}
+	}
+	str := func(k string) string { v, _ := c.PluginConfig[k].(string); return v }
+	h.Command, h.WorkingDir, h.Timeout, h.Shell = str("command"), str("working_dir"), str("timeout"), str("shell")
+	if n, ok := c.PluginConfig["concurrency"].(float64); ok {
+		h.Concurrency = int(n)
+	}
+	if env, ok := c.PluginConfig["env"].(map[string]any); ok {
+		h.Env = map[string]string{}
+		for k, v := range env {
+			h.Env[k] = fmt.Sprint(v)
+		}
+	}
+	return h
+}
+
+func getHook(ctx context.Context, c *apiClient, name string) (*hookView, error) {
+	key := url.PathEscape(hookKey(name))
+	var info sinkInfo
+	if err := c.call(ctx, "GET", "/sinks/"+key, nil, &info); err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("hook %s does not exist (ferry hook list shows the hooks)", name)
+		}
+		return nil, err
+	}
+	if !isHook(info.Key, info.Path) {
+		return nil, fmt.Errorf("sink %s is not a hook (its path is %q, not \"exec\")", info.Key, info.Path)
+	}
+	var cfg sinkConfig
+	if err := c.call(ctx, "GET", "/sinks/"+key+"/configs/active", nil, &cfg); err != nil {
+		if !isNotFound(err) {
+			return nil, err
+		}
+		return viewOf(info, nil), nil
+	}
+	return viewOf(info, &cfg), nil
+}
+
+func newHookListCmd(f *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the hooks",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			var sinks []sinkInfo
+			if err := c.call(cmd.Context(), "GET", "/sinks", nil, &sinks); err != nil {
+				return err
+			}
+			hooks := []*hookView{}
+			for _, s := range sinks {
+				if !isHook(s.Key, s.Path) {
+					continue
+				}
+				h, err := getHook(cmd.Context(), c, strings.TrimPrefix(s.Key, hookPrefix))
+				if err != nil {
+					return err
+				}
+				hooks = append(hooks, h)
+			}
+			sort.Slice(hooks, func(i, j int) bool { return hooks[i].Name < hooks[j].Name })
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), hooks)
+			}
+			if len(hooks) == 0 {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), "no hooks (create one with: ferry hook create NAME TOPIC COMMAND)")
+				return err
+			}
+			rows := make([][]string, 0, len(hooks))
+			for _, h := range hooks {
+				rows = append(rows, []string{h.Name, h.Status, h.Stream + "/" + h.Topic, oneLineText(h.Command, 60)})
+			}
+			return table(cmd.OutOrStdout(), "NAME\tSTATUS\tTOPIC\tCOMMAND", rows)
+		},
+	}
+}
+
+func newHookGetCmd(f *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show a hook: its status, last error and configuration",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			if err := checkHookName(args[0]); err != nil {
+				return err
+			}
+			h, err := getHook(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), h)
+			}
+			return printHook(cmd.OutOrStdout(), h)
+		},
+	}
+}
+
+func printHook(w io.Writer, h *hookView) error {
+	rows := [][]string{
+		{"name", h.Name}, {"status", h.Status}, {"last error", h.LastError},
+		{"topic", h.Stream + "/" + h.Topic}, {"command", h.Command}, {"working dir", h.WorkingDir},
+		{"timeout", h.Timeout}, {"shell", h.Shell}, {"consumer group", h.ConsumerGroup},
+		{"on error", fmt.Sprintf("%s after %d retries", h.OnError, h.MaxRetries)}, {"dead letter", h.DeadLetter},
+		{"sink key", h.Key}, {"version", strconv.FormatUint(h.Version, 10)},
+	}
+	if h.Concurrency > 1 {
+		rows = append(rows, []string{"concurrency", strconv.Itoa(h.Concurrency)})
+	}
+	keys := make([]string, 0, len(h.Env))
+	for k := range h.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rows = append(rows, []string{"env", k + "=" + h.Env[k]})
+	}
+	for _, r := range rows {
+		if r[1] == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%-15s %s\n", r[0]+":", r[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newHookDeleteCmd(f *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Stop a hook and delete its configuration",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			name := args[0]
+			if err := checkHookName(name); err != nil {
+				return err
+			}
+			key := url.PathEscape(hookKey(name))
+			var cfg sinkConfig
+			if err := c.call(cmd.Context(), "GET", "/sinks/"+key+"/configs/active", nil, &cfg); err == nil && cfg.Path != "exec" {
+				return fmt.Errorf("sink %s is not a hook (its path is %q, not \"exec\")", hookKey(name), cfg.Path)
+			}
+			if err := c.call(cmd.Context(), "DELETE", "/sinks/"+key, nil, nil); err != nil {
+				if isNotFound(err) {
+					return fmt.Errorf("hook %s does not exist (ferry hook list shows the hooks)", name)
+				}
+				return fmt.Errorf("delete hook %s: %w", name, err)
+			}
+			return done(cmd.OutOrStdout(), f.json, "hook %s deleted", name)
+		},
+	}
+}
+
+// oneLineText shortens s to one line of at most n runes for a table.
+func oneLineText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
