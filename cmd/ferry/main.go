@@ -41,6 +41,8 @@ func newRootCmd() *cobra.Command {
 		newStreamCmd(),
 		newTopicCmd(),
 		newMessageCmd(),
+		newHookCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

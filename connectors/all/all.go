@@ -5,6 +5,7 @@
 package all
 
 import (
+	_ "github.com/ferryhq/ferry/connectors/exec"   // exec sink (ferry hook)
 	_ "github.com/ferryhq/ferry/connectors/random" // random source
 	_ "github.com/ferryhq/ferry/connectors/stdout" // stdout sink
 )

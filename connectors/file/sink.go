@@ -1,0 +1,231 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/connector"
+)
+
+// SinkConfig is the file sink's plugin_config (see the package doc).
+type SinkConfig struct {
+	Path           string              `json:"path"`
+	Format         string              `json:"format"`
+	RotateSize     *Size               `json:"rotate_size"`
+	RotateInterval *connector.Duration `json:"rotate_interval"`
+	MaxOpenFiles   *int                `json:"max_open_files"`
+}
+
+// DefaultMaxOpenFiles bounds the files a sink keeps open.
+const DefaultMaxOpenFiles = 64
+
+// Sink is the file sink.
+type Sink struct {
+	tmpl        template
+	format      string
+	rotateSize  int64
+	rotateEvery time.Duration
+	maxOpen     int
+	log         *slog.Logger
+	now         func() time.Time // tests replace it
+
+	mu      sync.Mutex // one Consume at a time (a sink may read several topics)
+	files   map[string]*outFile
+	tick    uint64 // Consume count, for least-recently-used closing
+	scratch bytes.Buffer
+	closed  bool
+}
+
+// NewSink builds a file sink from its configuration.
+func NewSink(cfg connector.Config) (connector.Sink, error) {
+	return newSink(cfg)
+}
+
+func newSink(cfg connector.Config) (*Sink, error) {
+	var c SinkConfig
+	if err := cfg.Plugin.Decode(&c); err != nil {
+		return nil, err
+	}
+	p := cfg.Plugin
+	if err := p.Required("path", c.Path); err != nil {
+		return nil, err
+	}
+	tmpl, err := parseTemplate(c.Path, cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
+	}
+	s := &Sink{tmpl: tmpl, format: FormatNDJSON, maxOpen: DefaultMaxOpenFiles, now: time.Now,
+		files: map[string]*outFile{}, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if c.Format != "" {
+		s.format = c.Format
+	}
+	if s.format != FormatNDJSON && s.format != FormatLines && s.format != FormatRaw {
+		return nil, fmt.Errorf("%s is %q, want ndjson, lines or raw", where(p, "format"), c.Format)
+	}
+	if c.RotateSize != nil {
+		if *c.RotateSize < 0 {
+			return nil, fmt.Errorf("%s must not be negative", where(p, "rotate_size"))
+		}
+		s.rotateSize = int64(*c.RotateSize)
+	}
+	if c.RotateInterval != nil {
+		if s.rotateEvery = c.RotateInterval.D(); s.rotateEvery < 0 {
+			return nil, fmt.Errorf("%s must not be negative", where(p, "rotate_interval"))
+		}
+	}
+	if c.MaxOpenFiles != nil {
+		if s.maxOpen = *c.MaxOpenFiles; s.maxOpen < 1 {
+			return nil, fmt.Errorf("%s must be at least 1", where(p, "max_open_files"))
+		}
+	}
+	return s, nil
+}
+
+// Open does nothing: files are opened (and repaired) when first written.
+func (s *Sink) Open(context.Context) error { return nil }
+
+// Consume appends the batch to its files, then flushes and fsyncs each
+// file it wrote, so a nil return means the records are on disk. On a
+// write error the files are cut back to where they were, so the retry
+// does not duplicate records. Payloads the format cannot hold are
+// returned as permanent per-message errors (dead-letter them).
+func (s *Sink) Consume(_ context.Context, b *connector.SinkBatch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("file sink: closed")
+	}
+	s.tick++
+	failed := connector.MessageErrors{}
+	touched := map[*outFile]int64{} // file → its size before this batch
+	var order []*outFile
+	path := ""
+	if !s.tmpl.timeBased {
+		path = s.tmpl.render(b, time.Time{})
+	}
+	for i := range b.Messages {
+		m := &b.Messages[i]
+		rec, err := s.record(b.Schema, m.Payload)
+		if err != nil {
+			failed[i] = connector.Permanent(err)
+			continue
+		}
+		if s.tmpl.timeBased {
+			ts := m.Timestamp
+			if ts.IsZero() || ts.Unix() == 0 {
+				ts = s.now()
+			}
+			path = s.tmpl.render(b, ts)
+		}
+		of, err := s.file(path)
+		if err != nil {
+			return s.rollback(touched, err)
+		}
+		if _, ok := touched[of]; !ok {
+			touched[of] = of.size
+			order = append(order, of)
+		}
+		if s.dueForRotation(of, len(rec)) {
+			if err := s.rotate(of); err != nil {
+				return s.rollback(touched, err)
+			}
+			touched[of] = 0 // what came before is complete and renamed
+		}
+		if err := of.write(rec); err != nil {
+			return s.rollback(touched, err)
+		}
+	}
+	for _, of := range order {
+		if err := of.commit(); err != nil {
+			return s.rollback(touched, err)
+		}
+	}
+	if len(failed) > 0 {
+		return connector.Permanent(failed)
+	}
+	return nil
+}
+
+// record is one message as the format writes it.
+func (s *Sink) record(schema connector.Schema, p []byte) ([]byte, error) {
+	switch s.format {
+	case FormatRaw:
+		return p, nil
+	case FormatLines:
+		if bytes.IndexByte(p, '\n') >= 0 {
+			return nil, errors.New("payload contains a newline; format = \"lines\" writes one payload per line (use ndjson or raw)")
+		}
+		return s.withNewline(p), nil
+	}
+	if schema != connector.SchemaJSON && schema != "" && !json.Valid(p) {
+		return nil, errors.New("payload is not JSON; format = \"ndjson\" writes JSON documents (use lines or raw)")
+	}
+	if bytes.IndexByte(p, '\n') >= 0 || bytes.IndexByte(p, '\r') >= 0 {
+		s.scratch.Reset()
+		if err := json.Compact(&s.scratch, p); err != nil {
+			return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+		}
+		s.scratch.WriteByte('\n')
+		return s.scratch.Bytes(), nil
+	}
+	return s.withNewline(p), nil
+}
+
+func (s *Sink) withNewline(p []byte) []byte {
+	s.scratch.Reset()
+	s.scratch.Write(p)
+	s.scratch.WriteByte('\n')
+	return s.scratch.Bytes()
+}
+
+func (s *Sink) dueForRotation(of *outFile, next int) bool {
+	if of.size == 0 {
+		return false
+	}
+	if s.rotateSize > 0 && of.size+int64(next) > s.rotateSize {
+		return true
+	}
+	return s.rotateEvery > 0 && s.now().Sub(of.opened) >= s.rotateEvery
+}
+
+// rollback cuts every file this batch touched back to its size before
+// the batch and returns err (the runtime retries the batch).
+func (s *Sink) rollback(touched map[*outFile]int64, err error) error {
+	for of, size := range touched {
+		if rerr := of.truncate(size); rerr != nil {
+			s.log.Error("file sink: cannot undo a failed batch; the file is reopened and repaired on the next write",
+				"path", of.path, "error", rerr)
+			of.close()
+			delete(s.files, of.path)
+		}
+	}
+	return fmt.Errorf("file sink: %w", err)
+}
+
+// Close closes the files (their data is already fsynced). It is
+// idempotent.
+func (s *Sink) Close(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, of := range s.files {
+		errs = append(errs, of.close())
+	}
+	s.files = nil
+	return errors.Join(errs...)
+}
+
+var _ connector.Sink = (*Sink)(nil)

@@ -1,0 +1,276 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy/wire"
+)
+
+func init() {
+	connector.MustRegister(connector.Info{
+		Kind:      connector.KindSource,
+		Name:      "file",
+		Summary:   "reads files matching globs: NDJSON, lines or whole files; follows growing files",
+		NewSource: NewSource,
+	})
+	connector.MustRegister(connector.Info{
+		Kind:    connector.KindSink,
+		Name:    "file",
+		Summary: "appends messages to files (NDJSON, lines or raw) with a path template and rotation; fsynced before commit",
+		NewSink: NewSink,
+	})
+}
+
+// SourceConfig is the file source's plugin_config (see the package doc).
+type SourceConfig struct {
+	Paths           []string            `json:"paths"`
+	Format          string              `json:"format"`
+	Schema          string              `json:"schema"`
+	Follow          bool                `json:"follow"`
+	PollInterval    *connector.Duration `json:"poll_interval"`
+	StartAt         string              `json:"start_at"`
+	BatchSize       *int                `json:"batch_size"`
+	MaxBatchBytes   *Size               `json:"max_batch_bytes"`
+	MaxMessageBytes *Size               `json:"max_message_bytes"`
+	PathHeader      string              `json:"path_header"`
+}
+
+// Source defaults.
+const (
+	DefaultPollInterval    = 250 * time.Millisecond
+	DefaultBatchSize       = 1000
+	DefaultMaxBatchBytes   = 8 << 20
+	DefaultMaxMessageBytes = 10 << 20
+	// fingerprintLen is how many first bytes of a file identify it with
+	// its inode.
+	fingerprintLen = 1024
+)
+
+type sourceSettings struct {
+	paths         []string
+	format        string
+	schema        connector.Schema
+	follow        bool
+	pollInterval  time.Duration
+	startAtEnd    bool
+	batchSize     int
+	maxBatchBytes int
+	maxMessage    int
+	pathHeader    string
+}
+
+// Source is the file source.
+type Source struct {
+	cfg sourceSettings
+	log *slog.Logger
+	now func() time.Time
+
+	files    map[ident]*tracked
+	order    []*tracked // by path
+	next     int        // round-robin start in order
+	saved    map[ident]fileState
+	fresh    bool // no saved state: start_at applies to the first scan
+	scanned  bool
+	lastScan time.Time
+	closed   bool
+}
+
+// NewSource builds a file source from its configuration.
+func NewSource(cfg connector.Config) (connector.Source, error) {
+	return newSource(cfg)
+}
+
+func newSource(cfg connector.Config) (*Source, error) {
+	var c SourceConfig
+	if err := cfg.Plugin.Decode(&c); err != nil {
+		return nil, err
+	}
+	p := cfg.Plugin
+	s := sourceSettings{format: FormatNDJSON, pollInterval: DefaultPollInterval, batchSize: DefaultBatchSize,
+		maxBatchBytes: DefaultMaxBatchBytes, maxMessage: DefaultMaxMessageBytes, follow: c.Follow, pathHeader: c.PathHeader}
+	if len(c.Paths) == 0 {
+		return nil, fmt.Errorf("%s is required: a list of paths or globs such as [\"logs/*.ndjson\"]", where(p, "paths"))
+	}
+	for _, g := range c.Paths {
+		if _, err := filepath.Match(g, ""); err != nil || g == "" {
+			return nil, fmt.Errorf("%s: %q is not a valid path or glob", where(p, "paths"), g)
+		}
+	}
+	s.paths = c.Paths
+	if c.Format != "" {
+		s.format = c.Format
+	}
+	switch s.format {
+	case FormatNDJSON:
+		s.schema = connector.SchemaJSON
+	case FormatLines:
+		s.schema = connector.SchemaText
+	case FormatWholeFile:
+		s.schema = connector.SchemaRaw
+	default:
+		return nil, fmt.Errorf("%s is %q, want ndjson, lines or whole_file", where(p, "format"), c.Format)
+	}
+	if c.Schema != "" {
+		s.schema = connector.Schema(c.Schema)
+		if !slices.Contains([]connector.Schema{connector.SchemaJSON, connector.SchemaText, connector.SchemaRaw}, s.schema) {
+			return nil, fmt.Errorf("%s is %q, want json, text or raw", where(p, "schema"), c.Schema)
+		}
+	}
+	if c.PollInterval != nil {
+		if s.pollInterval = c.PollInterval.D(); s.pollInterval <= 0 {
+			return nil, fmt.Errorf("%s must be positive", where(p, "poll_interval"))
+		}
+	}
+	switch c.StartAt {
+	case "", "beginning":
+	case "end":
+		s.startAtEnd = true
+	default:
+		return nil, fmt.Errorf("%s is %q, want beginning or end", where(p, "start_at"), c.StartAt)
+	}
+	if c.BatchSize != nil {
+		if s.batchSize = *c.BatchSize; s.batchSize < 1 {
+			return nil, fmt.Errorf("%s must be at least 1", where(p, "batch_size"))
+		}
+	}
+	if c.MaxBatchBytes != nil {
+		if *c.MaxBatchBytes < 1 || *c.MaxBatchBytes > 1<<30 {
+			return nil, fmt.Errorf("%s must be between 1 byte and 1GiB", where(p, "max_batch_bytes"))
+		}
+		s.maxBatchBytes = int(*c.MaxBatchBytes)
+	}
+	if c.MaxMessageBytes != nil {
+		if *c.MaxMessageBytes < 1 || *c.MaxMessageBytes > 64_000_000 {
+			return nil, fmt.Errorf("%s must be between 1 byte and 64MB (Iggy's payload limit)", where(p, "max_message_bytes"))
+		}
+		s.maxMessage = int(*c.MaxMessageBytes)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Source{cfg: s, log: log, now: time.Now, files: map[ident]*tracked{}}, nil
+}
+
+// Open restores the files' offsets from state.
+func (s *Source) Open(_ context.Context, state []byte) error {
+	saved, err := decodeState(state)
+	if err != nil {
+		return err
+	}
+	s.saved, s.fresh = saved, state == nil
+	return nil
+}
+
+// Poll returns the next lines (or files) with the state after them. In
+// follow mode it waits for files to grow or appear; otherwise it returns
+// ErrEndOfInput once every file it found at the start is read.
+func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
+	for {
+		if !s.scanned || (s.cfg.follow && s.now().Sub(s.lastScan) >= s.cfg.pollInterval) {
+			s.scan()
+		}
+		b := &batch{Batch: connector.Batch{Schema: s.cfg.schema}, max: s.cfg.batchSize, maxBytes: s.cfg.maxBatchBytes}
+		s.fill(b)
+		if len(b.Messages) > 0 || b.changed {
+			st, err := s.snapshot()
+			if err != nil {
+				return nil, err
+			}
+			b.State = st
+			return &b.Batch, nil
+		}
+		if !s.cfg.follow && s.allDone() {
+			return nil, connector.ErrEndOfInput
+		}
+		if err := sleepCtx(ctx, s.cfg.pollInterval); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// batch is a Batch being filled.
+type batch struct {
+	connector.Batch
+	arena    []byte // payloads are slices of it
+	max      int
+	maxBytes int
+	changed  bool // offsets moved without messages (skipped lines, resets)
+}
+
+func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >= b.maxBytes }
+
+// add appends a message with a copy of payload and, when pathHeader is
+// set, a header naming the file.
+func (b *batch) add(payload []byte, pathHeader, path string) {
+	start := len(b.arena)
+	b.arena = append(b.arena, payload...)
+	m := connector.Message{Payload: b.arena[start:len(b.arena):len(b.arena)]}
+	if pathHeader != "" {
+		m.Headers = []wire.Entry{wire.Header(pathHeader, wire.StringValue(path))}
+	}
+	b.Messages = append(b.Messages, m)
+}
+
+// fill reads from the files in turn, starting after the one that went
+// first last time, until the batch is full or nothing is left for now.
+func (s *Source) fill(b *batch) {
+	n := len(s.order)
+	for i := 0; i < n && !b.full(); i++ {
+		t := s.order[(s.next+i)%n]
+		if t.dropped {
+			continue
+		}
+		if s.cfg.format == FormatWholeFile {
+			s.readWhole(t, b)
+		} else {
+			s.readLines(t, b)
+		}
+	}
+	if n > 0 {
+		s.next = (s.next + 1) % n
+	}
+	if s.pruneDropped() {
+		b.changed = true
+	}
+}
+
+func (s *Source) allDone() bool {
+	for _, t := range s.order {
+		if !t.dropped && !t.eof {
+			return false
+		}
+	}
+	return true
+}
+
+// Close closes the open files. It is idempotent.
+func (s *Source) Close(context.Context) error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, t := range s.files {
+		t.close()
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+var _ connector.Source = (*Source)(nil)

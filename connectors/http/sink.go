@@ -1,0 +1,314 @@
+package httpsink
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/connector"
+)
+
+func init() {
+	connector.MustRegister(connector.Info{
+		Kind:    connector.KindSink,
+		Name:    "http",
+		Aliases: []string{"libiggy_connector_http_sink"},
+		Summary: "delivers messages to an HTTP endpoint (per message, NDJSON, JSON array or raw), signed with HMAC-SHA256",
+		NewSink: New,
+	})
+}
+
+// Sink is the http sink.
+type Sink struct {
+	set    *settings
+	log    *slog.Logger
+	client *http.Client
+
+	// sleep waits between retries; now stamps signatures. Tests replace them.
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
+
+	closeOnce sync.Once
+}
+
+// New builds an http sink from its configuration; ${NAME} references
+// resolve against the process environment.
+func New(cfg connector.Config) (connector.Sink, error) {
+	return newSink(cfg, os.LookupEnv)
+}
+
+func newSink(cfg connector.Config, getenv func(string) (string, bool)) (*Sink, error) {
+	var c Config
+	if err := cfg.Plugin.Decode(&c); err != nil {
+		return nil, err
+	}
+	set, err := settle(c, cfg.Plugin, getenv)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = set.maxConns
+	if set.insecureTLS {
+		log.Warn("tls_danger_accept_invalid_certs is set: TLS certificates are NOT verified")
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by name
+	}
+	if set.mode == ModeRaw && c.IncludeMetadata != nil && *c.IncludeMetadata {
+		log.Warn("batch_mode = \"raw\" sends payloads as they are; include_metadata is ignored")
+	}
+	return &Sink{set: set, log: log, now: time.Now, sleep: sleepCtx,
+		client: &http.Client{Transport: tr, Timeout: set.timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Open sends the health check when health_check_enabled is set: a
+// network failure or a 5xx answer fails Open (the runtime retries it).
+func (s *Sink) Open(ctx context.Context) error {
+	if !s.set.healthCheck {
+		return nil
+	}
+	status, _, err := s.do(ctx, s.set.healthMethod, nil, "")
+	if err != nil {
+		return fmt.Errorf("http sink: health check: %w", err)
+	}
+	if status >= 500 {
+		return fmt.Errorf("http sink: health check: %s %s answered %d", s.set.healthMethod, s.set.safeURL, status)
+	}
+	return nil
+}
+
+// Consume sends the batch as the batch mode says; see the package doc for
+// what its errors mean.
+func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
+	reqs, failed := s.build(b)
+	consecutive := 0
+	var last error
+	for i, r := range reqs {
+		if consecutive >= maxConsecutiveFailures || ctx.Err() != nil {
+			cause := fmt.Errorf("not sent: %d requests in a row failed, last: %w", consecutive, last)
+			if ctx.Err() != nil {
+				cause = fmt.Errorf("not sent: %w", ctx.Err())
+			}
+			for _, r := range reqs[i:] {
+				for _, m := range r.msgs {
+					failed[m] = cause
+				}
+			}
+			break
+		}
+		err := s.send(ctx, r.body)
+		if err == nil {
+			consecutive = 0
+			continue
+		}
+		last = err
+		if connector.IsPermanent(err) {
+			consecutive = 0
+		} else {
+			consecutive++
+		}
+		for _, m := range r.msgs {
+			failed[m] = err
+		}
+	}
+	return s.result(len(b.Messages), len(reqs), failed)
+}
+
+// result turns per-message failures into Consume's error.
+func (s *Sink) result(n, nreqs int, failed map[int]error) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	allPermanent := true
+	for _, err := range failed {
+		allPermanent = allPermanent && connector.IsPermanent(err)
+	}
+	batchMode := s.set.mode == ModeNDJSON || s.set.mode == ModeJSONArray
+	if batchMode && nreqs == 1 && len(failed) == n {
+		// One request carried every message: its error is the batch's, and
+		// the runtime isolates a poison message by trying each alone.
+		for _, err := range failed {
+			if allPermanent || !connector.IsPermanent(err) {
+				return err
+			}
+		}
+	}
+	errs := connector.MessageErrors(failed)
+	if allPermanent {
+		return connector.Permanent(errs)
+	}
+	return errs
+}
+
+// statusError is an answer outside success_status_codes.
+type statusError struct {
+	method, url string
+	status      int
+	body        string
+}
+
+func (e *statusError) Error() string {
+	msg := fmt.Sprintf("%s %s answered %d %s", e.method, e.url, e.status, http.StatusText(e.status))
+	if e.body != "" {
+		msg += ": " + e.body
+	}
+	return msg
+}
+
+// transient reports whether a status is worth retrying.
+func transient(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// send delivers one body, retrying transient failures with capped
+// exponential backoff (Retry-After replaces the computed wait). It returns
+// nil, a Permanent error, or the last transient error.
+func (s *Sink) send(ctx context.Context, body []byte) error {
+	delay := s.set.retryDelay
+	for attempt := uint32(0); ; attempt++ {
+		status, ans, err := s.do(ctx, s.set.method, body, s.contentType())
+		if err == nil {
+			if slices.Contains(s.set.success, status) {
+				return nil
+			}
+			if !transient(status) {
+				return connector.Permanent(s.statusErr(status, ans.body))
+			}
+			err = s.statusErr(status, ans.body)
+		}
+		if attempt >= s.set.maxRetries || ctx.Err() != nil {
+			if attempt > 0 {
+				return fmt.Errorf("after %d retries: %w", attempt, err)
+			}
+			return err
+		}
+		wait := min(delay, s.set.maxRetryDelay)
+		if ans.ok {
+			wait = min(ans.d, s.set.maxRetryDelay)
+		}
+		s.log.Warn("http request failed; retrying", "url", s.set.safeURL, "attempt", attempt+1, "error", err, "in", wait)
+		if serr := s.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%w (retry abandoned: %v)", err, serr)
+		}
+		delay = time.Duration(float64(delay) * s.set.backoff)
+	}
+}
+
+func (s *Sink) statusErr(status int, body string) error {
+	return &statusError{method: s.set.method, url: s.set.safeURL, status: status, body: body}
+}
+
+// answer is what do keeps of a response besides its status.
+type answer struct {
+	d    time.Duration // Retry-After
+	ok   bool          // Retry-After was present and valid
+	body string        // start of the body, one line, for errors
+}
+
+// do makes one request attempt. A transport failure (including a
+// timeout) is returned as the error, with the URL made safe.
+func (s *Sink) do(ctx context.Context, method string, body []byte, contentType string) (int, answer, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.set.url.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, answer{}, connector.Permanent(fmt.Errorf("build request to %s: %w", s.set.safeURL, err))
+	}
+	if body == nil {
+		req.Body, req.ContentLength = http.NoBody, 0
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("User-Agent", "ferry-http-sink")
+	for k, v := range s.set.headers {
+		req.Header[k] = v
+	}
+	if s.set.secret != nil {
+		ts := strconv.FormatInt(s.now().Unix(), 10)
+		req.Header.Set(s.set.timestampHeader, ts)
+		req.Header.Set(s.set.signatureHeader, Sign(s.set.secret, ts, body))
+	}
+	start := time.Now()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, answer{}, fmt.Errorf("%s %s: %w", method, s.set.safeURL, transportCause(err))
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // keep the connection reusable
+	if s.set.verbose {
+		s.log.Debug("http request", "method", method, "url", s.set.safeURL, "bytes", len(body),
+			"status", resp.StatusCode, "took", time.Since(start))
+	}
+	a := answer{body: oneLine(snippet)}
+	a.d, a.ok = retryAfter(resp.Header.Get("Retry-After"), s.now())
+	return resp.StatusCode, a, nil
+}
+
+// transportCause strips the *url.Error wrapper, whose text has the full
+// URL (with any secret in its query).
+func transportCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// retryAfter parses a Retry-After value: delay-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func oneLine(b []byte) string {
+	s := strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(string(b), "?"))
+	return strings.TrimSpace(s)
+}
+
+// Close releases idle connections. It is idempotent.
+func (s *Sink) Close(context.Context) error {
+	s.closeOnce.Do(s.client.CloseIdleConnections)
+	return nil
+}
+
+var _ connector.Sink = (*Sink)(nil)
