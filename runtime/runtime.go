@@ -92,6 +92,9 @@ func (r *Runtime) StartedAt() time.Time { return r.started }
 // when the runtime as a whole cannot run, and then undoes what it started.
 func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.started = time.Now()
+	if r.cfg.Telemetry.Enabled {
+		r.log.Warn("[telemetry] is not supported by Ferry yet and is ignored; use the Prometheus metrics at [http.metrics]")
+	}
 	defer func() {
 		if err != nil {
 			r.closeResources()
@@ -189,6 +192,10 @@ func (r *Runtime) openState() error {
 		r.states = s
 	case "http":
 		h := r.cfg.State.HTTP
+		if (h.LoadMethod != "" && h.LoadMethod != "get") || (h.SaveMethod != "" && h.SaveMethod != "put") {
+			r.log.Warn("state.http load_method/save_method are not used: Ferry's HTTP state store loads with GET and saves with a conditional PUT",
+				"load_method", h.LoadMethod, "save_method", h.SaveMethod)
+		}
 		opts := []state.HTTPOption{state.WithTimeout(h.Timeout)}
 		for k, v := range h.RequestHeaders {
 			opts = append(opts, state.WithHeader(k, v))

@@ -14,6 +14,73 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# PostgreSQL for the postgres connector's tests: installed from Debian's
+# packages when missing, and a throwaway cluster (logical replication on,
+# loopback port, socket in a temp dir) that lives as long as this script.
+# Tests read its DSN from FERRY_TEST_POSTGRES_DSN; FERRY_REQUIRE_POSTGRES=1
+# makes them fail rather than skip when PostgreSQL is unavailable.
+pg_bin() {
+  if command -v initdb >/dev/null 2>&1; then dirname "$(readlink -f "$(command -v initdb)")"; return; fi
+  ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -n | while read -r d; do
+    [ -x "$d/initdb" ] && echo "$d"
+  done | tail -n 1
+}
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# initdb refuses to run as root: run the server as the postgres user then.
+as_pg() {
+  if [ "$(id -u)" -ne 0 ]; then "$@"
+  elif command -v runuser >/dev/null 2>&1; then runuser -u postgres -- "$@"
+  else su -s /bin/sh postgres -c "$(printf '%q ' "$@")"
+  fi
+}
+PG_BIN=$(pg_bin)
+if [ -z "$PG_BIN" ]; then
+  echo "== installing PostgreSQL (apt-get install postgresql)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+  PG_BIN=$(pg_bin)
+  [ -n "$PG_BIN" ] || { echo "PostgreSQL was installed but initdb was not found"; exit 1; }
+fi
+PG_DIR=$(mktemp -d /tmp/ferry-pg.XXXXXX)
+stop_pg() {
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$PG_DIR"
+}
+trap stop_pg EXIT
+chmod 755 "$PG_DIR"
+[ "$(id -u)" -ne 0 ] || chown postgres: "$PG_DIR"
+as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$PG_DIR/initdb.log"
+as_pg sh -c "cat > '$PG_DIR/data/pg_hba.conf'" <<'HBA'
+local all all trust
+local replication all trust
+host all postgres 127.0.0.1/32 trust
+host replication postgres 127.0.0.1/32 trust
+host all all 127.0.0.1/32 scram-sha-256
+host replication all 127.0.0.1/32 scram-sha-256
+HBA
+PG_PORT=""
+for _ in 1 2 3 4 5; do
+  port=$((20000 + RANDOM % 30000))
+  as_pg sh -c "cat >> '$PG_DIR/data/postgresql.conf'" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$PG_DIR'
+wal_level = logical
+max_replication_slots = 64
+max_wal_senders = 64
+max_connections = 300
+fsync = off
+full_page_writes = off
+CONF
+  if as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start >/dev/null; then
+    PG_PORT=$port; break
+  fi
+done
+[ -n "$PG_PORT" ] || { echo "PostgreSQL did not start:"; tail -n 20 "$PG_DIR/server.log"; exit 1; }
+export FERRY_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+export FERRY_REQUIRE_POSTGRES=1
+echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT ($PG_DIR)"
+
 echo "== go vet"
 go vet ./...
 
