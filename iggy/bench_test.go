@@ -21,6 +21,16 @@ const benchBatch = 1000
 
 var benchSizes = []int{100, 1024}
 
+// benchStores are the broker storages the send and poll benchmarks run
+// on: in memory, and file-backed (segment files, fsync every second).
+var benchStores = []struct {
+	name string
+	opt  func(b *testing.B) brokertest.Option
+}{
+	{"mem", func(*testing.B) brokertest.Option { return brokertest.InMemory() }},
+	{"disk", func(b *testing.B) brokertest.Option { return brokertest.DataDir(b.TempDir()) }},
+}
+
 func benchMessages(size int) []iggy.Message {
 	msgs := make([]iggy.Message, benchBatch)
 	payload := make([]byte, size)
@@ -49,70 +59,78 @@ func mallocs() uint64 {
 }
 
 func BenchmarkSend(b *testing.B) {
-	for _, size := range benchSizes {
-		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			br := startBroker(b, brokertest.InMemory())
-			c := dial(b, br.Addr(), iggy.WithHeartbeat(0))
-			s, tp := newTopic(b, c, 1)
-			msgs := benchMessages(size)
-			ctx := context.Background()
-			b.SetBytes(int64(size * benchBatch))
-			b.ReportAllocs()
-			m0 := mallocs()
-			b.ResetTimer()
-			n := 0
-			for b.Loop() {
-				if n++; n%100 == 0 { // keep the in-memory broker small
-					b.StopTimer()
-					require.NoError(b, c.PurgeTopic(ctx, s, tp))
-					b.StartTimer()
-				}
-				for i := range msgs {
-					msgs[i].ID = [16]byte{} // a new id per message, as a producer would
-					msgs[i].OriginTimestamp = 0
-				}
-				if _, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportPerMessage(b, b.N*benchBatch, m0)
-		})
+	for _, store := range benchStores {
+		for _, size := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%dB", store.name, size), func(b *testing.B) { benchSend(b, store.opt(b), size) })
+		}
 	}
 }
 
-func BenchmarkPoll(b *testing.B) {
-	const stored = 100 * benchBatch
-	for _, size := range benchSizes {
-		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			br := startBroker(b, brokertest.InMemory())
-			c := dial(b, br.Addr(), iggy.WithHeartbeat(0))
-			s, tp := newTopic(b, c, 1)
-			msgs := benchMessages(size)
-			ctx := context.Background()
-			for range stored / benchBatch {
-				_, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs)
-				require.NoError(b, err)
-			}
-			consumer := iggy.SingleConsumer(iggy.NumericID(1))
-			b.SetBytes(int64(size * benchBatch))
-			b.ReportAllocs()
-			m0 := mallocs()
-			b.ResetTimer()
-			i := 0
-			for b.Loop() {
-				offset := uint64(i*benchBatch) % stored
-				i++
-				r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.AtOffset(offset), benchBatch, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(r.Messages) != benchBatch {
-					b.Fatalf("polled %d messages at offset %d", len(r.Messages), offset)
-				}
-			}
-			reportPerMessage(b, b.N*benchBatch, m0)
-		})
+func benchSend(b *testing.B, storage brokertest.Option, size int) {
+	br := startBroker(b, storage)
+	c := dial(b, br.Addr(), iggy.WithHeartbeat(0))
+	s, tp := newTopic(b, c, 1)
+	msgs := benchMessages(size)
+	ctx := context.Background()
+	b.SetBytes(int64(size * benchBatch))
+	b.ReportAllocs()
+	m0 := mallocs()
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		if n++; n%100 == 0 { // keep the in-memory broker small
+			b.StopTimer()
+			require.NoError(b, c.PurgeTopic(ctx, s, tp))
+			b.StartTimer()
+		}
+		for i := range msgs {
+			msgs[i].ID = [16]byte{} // a new id per message, as a producer would
+			msgs[i].OriginTimestamp = 0
+		}
+		if _, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs); err != nil {
+			b.Fatal(err)
+		}
 	}
+	reportPerMessage(b, b.N*benchBatch, m0)
+}
+
+func BenchmarkPoll(b *testing.B) {
+	for _, store := range benchStores {
+		for _, size := range benchSizes {
+			b.Run(fmt.Sprintf("%s/%dB", store.name, size), func(b *testing.B) { benchPoll(b, store.opt(b), size) })
+		}
+	}
+}
+
+func benchPoll(b *testing.B, storage brokertest.Option, size int) {
+	const stored = 100 * benchBatch
+	br := startBroker(b, storage)
+	c := dial(b, br.Addr(), iggy.WithHeartbeat(0))
+	s, tp := newTopic(b, c, 1)
+	msgs := benchMessages(size)
+	ctx := context.Background()
+	for range stored / benchBatch {
+		_, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs)
+		require.NoError(b, err)
+	}
+	consumer := iggy.SingleConsumer(iggy.NumericID(1))
+	b.SetBytes(int64(size * benchBatch))
+	b.ReportAllocs()
+	m0 := mallocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		offset := uint64(i*benchBatch) % stored
+		i++
+		r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.AtOffset(offset), benchBatch, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Messages) != benchBatch {
+			b.Fatalf("polled %d messages at offset %d", len(r.Messages), offset)
+		}
+	}
+	reportPerMessage(b, b.N*benchBatch, m0)
 }
 
 func BenchmarkProducer(b *testing.B) {
