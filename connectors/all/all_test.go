@@ -1,0 +1,29 @@
+package all_test
+
+import (
+	"testing"
+
+	"github.com/ferryhq/ferry/connector"
+	_ "github.com/ferryhq/ferry/connectors/all"
+	"github.com/stretchr/testify/require"
+)
+
+// Every built-in connector is registered, under its name and upstream's
+// library name where there is one.
+func TestBuiltinsAreRegistered(t *testing.T) {
+	for _, c := range []struct {
+		kind connector.Kind
+		path string
+	}{
+		{connector.KindSource, "random"}, {connector.KindSource, "libiggy_connector_random_source"},
+		{connector.KindSink, "stdout"}, {connector.KindSink, "libiggy_connector_stdout_sink"},
+		{connector.KindSource, "postgres"}, {connector.KindSource, "libiggy_connector_postgres_source"},
+		{connector.KindSink, "postgres"}, {connector.KindSink, "libiggy_connector_postgres_sink"},
+		{connector.KindSink, "http"}, {connector.KindSink, "libiggy_connector_http_sink"},
+		{connector.KindSource, "file"}, {connector.KindSink, "file"},
+		{connector.KindSink, "exec"},
+	} {
+		_, ok := connector.Default.Lookup(c.kind, c.path)
+		require.True(t, ok, "%s %s", c.kind, c.path)
+	}
+}
