@@ -93,10 +93,10 @@ func hex4(s []byte, i int) (rune, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string literal. Invalid UTF-8 becomes
-// U+FFFD; control characters, quotes, backslashes and U+2028/U+2029 are
-// escaped.
-func AppendString(dst []byte, s string) []byte {
+// AppendString appends s, a string or a byte slice, as a JSON string
+// literal. Invalid UTF-8 becomes U+FFFD; control characters, quotes,
+// backslashes and U+2028/U+2029 are escaped.
+func AppendString[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -123,7 +123,7 @@ func AppendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
+		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && n == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)

@@ -6,7 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/internal/jsonx"
 )
 
 // Type OIDs of the built-in types the mapping treats specially.
@@ -256,51 +257,8 @@ func isNumber(v []byte, frac bool) bool {
 	return i == len(v)
 }
 
-const hexDigits = "0123456789abcdef"
-
 // AppendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func AppendString(dst []byte, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func AppendString(dst []byte, s []byte) []byte { return jsonx.AppendString(dst, s) }
 
 // AppendStringS is AppendString for a string.
-func AppendStringS(dst []byte, s string) []byte {
-	return AppendString(dst, []byte(s))
-}
+func AppendStringS(dst []byte, s string) []byte { return jsonx.AppendString(dst, s) }
