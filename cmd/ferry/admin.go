@@ -26,10 +26,12 @@ type conn struct {
 
 func (c *conn) flags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&c.address, "address", envOr("IGGY_ADDRESS", "127.0.0.1:8090"), "server address host:port, or an iggy://user:pass@host:port URL ($IGGY_ADDRESS)")
-	f.StringVarP(&c.username, "username", "u", envOr("IGGY_USERNAME", "iggy"), "username ($IGGY_USERNAME)")
-	f.StringVarP(&c.password, "password", "p", envOr("IGGY_PASSWORD", "iggy"), "password ($IGGY_PASSWORD)")
-	f.StringVar(&c.token, "token", os.Getenv("IGGY_TOKEN"), "personal access token instead of a password ($IGGY_TOKEN)")
+	// Defaults that may hold secrets are resolved in dial, not shown here:
+	// cobra prints flag defaults in --help.
+	f.StringVar(&c.address, "address", "", `server address host:port, or an iggy://user:pass@host:port URL (default $IGGY_ADDRESS, else 127.0.0.1:8090)`)
+	f.StringVarP(&c.username, "username", "u", "", "username (default $IGGY_USERNAME, else iggy)")
+	f.StringVarP(&c.password, "password", "p", "", "password (default $IGGY_PASSWORD, else iggy)")
+	f.StringVar(&c.token, "token", "", "personal access token instead of a password (default $IGGY_TOKEN)")
 	f.BoolVar(&c.tls, "tls", false, "connect with TLS")
 	f.StringVar(&c.tlsCA, "tls-ca-file", "", "CA certificate file for TLS")
 	f.StringVar(&c.tlsDomain, "tls-domain", "", "server name to verify for TLS")
@@ -37,7 +39,11 @@ func (c *conn) flags(cmd *cobra.Command) {
 	f.BoolVar(&c.json, "json", false, "print JSON for scripts")
 }
 
-func envOr(key, def string) string {
+// orEnv returns the flag value, else the environment variable, else def.
+func orEnv(flag, key, def string) string {
+	if flag != "" {
+		return flag
+	}
 	if v, ok := os.LookupEnv(key); ok {
 		return v
 	}
@@ -47,12 +53,18 @@ func envOr(key, def string) string {
 // dial connects and logs in. Flags given explicitly win over a URL's parts;
 // a URL's credentials win over the defaults.
 func (c *conn) dial(cmd *cobra.Command) (*iggy.Client, error) {
+	address := orEnv(c.address, "IGGY_ADDRESS", "127.0.0.1:8090")
+	username := orEnv(c.username, "IGGY_USERNAME", "iggy")
+	password := orEnv(c.password, "IGGY_PASSWORD", "iggy")
+	token := orEnv(c.token, "IGGY_TOKEN", "")
 	var opts []iggy.Option
-	isURL := strings.Contains(c.address, "://")
-	if c.token != "" {
-		opts = append(opts, iggy.WithToken(c.token))
-	} else if !isURL || cmd.Flags().Changed("username") || cmd.Flags().Changed("password") {
-		opts = append(opts, iggy.WithCredentials(c.username, c.password))
+	isURL := strings.Contains(address, "://")
+	_, userSet := os.LookupEnv("IGGY_USERNAME")
+	_, passSet := os.LookupEnv("IGGY_PASSWORD")
+	if token != "" {
+		opts = append(opts, iggy.WithToken(token))
+	} else if !isURL || c.username != "" || c.password != "" || userSet || passSet {
+		opts = append(opts, iggy.WithCredentials(username, password))
 	}
 	if c.tls || c.tlsCA != "" {
 		opts = append(opts, iggy.WithTLS(c.tlsCA, c.tlsDomain))
@@ -61,7 +73,7 @@ func (c *conn) dial(cmd *cobra.Command) (*iggy.Client, error) {
 		iggy.WithSDK("ferry-cli", version))
 	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 	defer cancel()
-	return iggy.Dial(ctx, c.address, opts...)
+	return iggy.Dial(ctx, address, opts...)
 }
 
 // action is an admin command's body.

@@ -108,3 +108,47 @@ func TestAdminErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "pong")
 }
+
+// Secrets in the environment never show in --help (cobra prints defaults).
+func TestHelpHidesSecretsFromTheEnvironment(t *testing.T) {
+	t.Setenv("IGGY_PASSWORD", "hunter2-secret")
+	t.Setenv("IGGY_TOKEN", "tok-SECRET")
+	t.Setenv("IGGY_ADDRESS", "iggy://iggy:addr-SECRET@127.0.0.1:1")
+	t.Setenv("FERRY_API_KEY", "key-SECRET")
+	for _, args := range [][]string{{"ping", "--help"}, {"message", "send", "--help"}, {"hook", "list", "--help"}} {
+		out, err := ferry(t, "", args...)
+		require.NoError(t, err)
+		require.NotContains(t, out, "SECRET", "ferry %v", args)
+		require.NotContains(t, out, "hunter2", "ferry %v", args)
+	}
+}
+
+// The environment's credentials are used when no flag is given.
+func TestCredentialsFromTheEnvironment(t *testing.T) {
+	b := brokertest.Start(t, brokertest.InMemory())
+	t.Setenv("IGGY_ADDRESS", b.Addr())
+	t.Setenv("IGGY_PASSWORD", "wrong")
+	_, err := ferry(t, "", "ping")
+	require.ErrorContains(t, err, "invalid credentials")
+	t.Setenv("IGGY_PASSWORD", "iggy")
+	out, err := ferry(t, "", "ping")
+	require.NoError(t, err)
+	require.Contains(t, out, "pong")
+}
+
+// A very long expiry goes to the server in microseconds, not through a
+// time.Duration that would overflow into "never".
+func TestLongExpiry(t *testing.T) {
+	t.Parallel()
+	b := brokertest.Start(t, brokertest.InMemory())
+	addr := "--address=" + b.Addr()
+	_, err := ferry(t, "", "stream", "create", "s", addr)
+	require.NoError(t, err)
+	_, err = ferry(t, "", "topic", "create", "s", "t", "1", "none", "400years", addr)
+	require.ErrorContains(t, err, "overflows", "beyond what a duration holds: a clear error")
+	_, err = ferry(t, "", "topic", "create", "s", "t", "1", "none", "10000000000000000", addr) // µs, 317 years
+	require.NoError(t, err)
+	out, err := ferry(t, "", "topic", "list", "s", "--json", addr)
+	require.NoError(t, err)
+	require.Contains(t, out, `"message_expiry": "115740d"`)
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -32,13 +31,15 @@ type apiFlags struct {
 
 func (f *apiFlags) register(cmd *cobra.Command) {
 	p := cmd.PersistentFlags()
-	p.StringVar(&f.url, "api", envOr("FERRY_API_URL", DefaultAPI), "the runtime's management API ($FERRY_API_URL)")
-	p.StringVar(&f.key, "api-key", os.Getenv("FERRY_API_KEY"), "the API key, when [http] api_key is set ($FERRY_API_KEY)")
+	p.StringVar(&f.url, "api", "", "the runtime's management API (default $FERRY_API_URL, else "+DefaultAPI+")")
+	// The key's default is read in client, not shown: cobra prints flag
+	// defaults in --help.
+	p.StringVar(&f.key, "api-key", "", "the API key, when [http] api_key is set (default $FERRY_API_KEY)")
 	p.BoolVar(&f.json, "json", false, "print JSON for scripts")
 }
 
 func (f *apiFlags) client() (*apiClient, error) {
-	u := strings.TrimRight(strings.TrimSpace(f.url), "/")
+	u := strings.TrimRight(strings.TrimSpace(orEnv(f.url, "FERRY_API_URL", DefaultAPI)), "/")
 	if u == "" {
 		return nil, usageError{errors.New("--api is empty; want a URL such as " + DefaultAPI)}
 	}
@@ -48,7 +49,7 @@ func (f *apiFlags) client() (*apiClient, error) {
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return nil, usageError{fmt.Errorf("--api %q: want an http:// or https:// URL", f.url)}
 	}
-	return &apiClient{url: u, key: f.key, http: &http.Client{Timeout: 90 * time.Second}}, nil
+	return &apiClient{url: u, key: orEnv(f.key, "FERRY_API_KEY", ""), http: &http.Client{Timeout: 90 * time.Second}}, nil
 }
 
 // apiError is an error answer of the API: upstream's {"code", "reason"}.

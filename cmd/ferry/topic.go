@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -143,11 +144,9 @@ func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, erro
 		if err != nil {
 			return nil, usageError{fmt.Errorf("EXPIRY %q: %v (e.g. 1d, \"2h 30m\", never)", expiry, err)}
 		}
-		if us == wire.Unlimited {
-			opts = append(opts, iggy.TopicMessageExpiry(0))
-		} else {
-			opts = append(opts, iggy.TopicMessageExpiry(time.Duration(us)*time.Microsecond))
-		}
+		// Microseconds go to the server as they are: no time.Duration
+		// overflow for long expiries; 0 ("default") leaves the server's.
+		opts = append(opts, iggy.TopicRawOption(wire.OptMessageExpiry, wire.Uint64Value(us)))
 	}
 	if maxSize != "" {
 		n, err := wire.ParseSize(maxSize)
@@ -160,8 +159,11 @@ func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, erro
 }
 
 func expiryString(us uint64) string {
-	if us == 0 || us == wire.Unlimited {
+	switch {
+	case us == 0 || us == wire.Unlimited:
 		return "never"
+	case us > math.MaxInt64/uint64(time.Microsecond):
+		return fmt.Sprintf("%dd", us/uint64(24*time.Hour/time.Microsecond)) // beyond time.Duration
 	}
 	return (time.Duration(us) * time.Microsecond).String()
 }
