@@ -11,11 +11,19 @@
 // Sinks: one consumer-group member per sink stream and topic polls Iggy,
 // decodes and transforms the messages and calls Consume. The group offset
 // is stored only after Consume succeeds. A failing batch is retried with
-// capped exponential backoff up to max_retries; then, by the stream's
-// on_error policy, the messages that still fail go to a dead-letter topic
-// (with headers naming their stream, topic, partition, offset and the
-// error) and the rest flows on, or the connector stops with status Error.
-// Nothing is skipped silently.
+// capped exponential backoff up to max_retries (messages whose error is
+// connector.Permanent, or that do not decode, are not retried). Then, if
+// not one message of the batch could be written, the sink itself is
+// failing: it restarts with backoff and the batch is read again. Otherwise,
+// by the stream's on_error policy, the messages that still fail go to a
+// dead-letter topic (with headers naming their stream, topic, partition,
+// offset and the error) and the rest flows on, or the connector stops with
+// status Error. Nothing is skipped silently.
+//
+// A source message that no retry can deliver (one the stream's schema or
+// the server rejects) ends the run with status Error and that reason; the
+// source restarts from its saved state with backoff. Each batch is encoded
+// once, so retries carry the same message ids.
 //
 // Isolation: every call into a connector runs under recover; a panic or
 // a failure puts that connector in status Error with the reason (the stack

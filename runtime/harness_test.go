@@ -81,6 +81,7 @@ func (s *seqSource) Close(context.Context) error { return nil }
 // fail; poison makes messages whose payload contains it fail permanently.
 type collectSink struct {
 	failFirst int
+	failCall  func(call int) bool // when set, decides which calls fail
 	poison    string
 	onFail    func(b *connector.SinkBatch) // called on each failed call
 	mu        sync.Mutex
@@ -93,7 +94,7 @@ func (s *collectSink) Open(context.Context) error { return nil }
 func (s *collectSink) Consume(_ context.Context, b *connector.SinkBatch) error {
 	s.mu.Lock()
 	s.calls++
-	fail := s.calls <= s.failFirst
+	fail := s.calls <= s.failFirst || (s.failCall != nil && s.failCall(s.calls))
 	s.mu.Unlock()
 	if fail {
 		if s.onFail != nil {

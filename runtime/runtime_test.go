@@ -366,3 +366,37 @@ func TestPermanentEntriesAreNotRetried(t *testing.T) {
 		require.Equal(t, want, sink.tries[n], "message %d was tried %d times", n, sink.tries[n])
 	}
 }
+
+// While a later batch fails, the group's stored offset is exactly the last
+// offset of the batch before it: committed after success, never ahead.
+func TestOffsetStaysAtTheLastWrittenBatchWhileTheSinkFails(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 30, batch: 10}
+	sink := &collectSink{failCall: func(call int) bool { return call >= 2 && call <= 4 }}
+	e.sinks["flaky"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("flaky", "type = \"sink\"\nkey = \"flaky\"\npath = \"collect\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nconsumer_group = \"g\"\nbatch_length = 10\nmax_retries = 5\nretry_backoff = \"5ms\"\n")
+	rt := e.start()
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	var stored []uint64
+	var firstFailed []uint64
+	var mu sync.Mutex
+	sink.onFail = func(b *connector.SinkBatch) {
+		off, err := admin.GetConsumerOffset(context.Background(), iggy.ConsumerGroup(iggy.NamedID("g")),
+			iggy.NamedID("s"), iggy.NamedID("t"), iggy.Partition(b.Partition))
+		require.NoError(t, err, "the first batch was committed before the second was tried")
+		mu.Lock()
+		stored = append(stored, off.StoredOffset)
+		firstFailed = append(firstFailed, b.Messages[0].Offset)
+		mu.Unlock()
+	}
+	eventually(t, "all 30 delivered", func() bool { return len(sink.messages()) >= 30 })
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, stored, 3)
+	for i := range stored {
+		require.Equal(t, firstFailed[i]-1, stored[i], "stored offset while a batch from %d fails", firstFailed[i])
+	}
+}

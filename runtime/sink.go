@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,7 +165,18 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 	prepared := time.Since(start)
 
 	if len(batch.Messages) > 0 {
-		failed = append(failed, mem.write(ctx, batch)...)
+		unwritten, down := mem.write(ctx, batch)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if down != nil {
+			// Nothing of the batch could be written: the sink (or what it
+			// writes to) is failing, not these messages. Restart with
+			// backoff instead of dead-lettering or stopping for good.
+			return fmt.Errorf("%s/%s partition %d from offset %d: %w (offset not committed; the sink restarts with backoff)",
+				mem.cs.Stream, mem.topic, b.Partition, b.Messages[0].Offset, down)
+		}
+		failed = append(failed, unwritten...)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -211,6 +223,18 @@ type failure struct {
 	err error
 }
 
+// permanent reports whether retrying cannot help: a decode or transform
+// failure, or a sink error marked connector.Permanent.
+func (f failure) permanent() bool {
+	var d decodeError
+	return errors.As(f.err, &d) || connector.IsPermanent(f.err)
+}
+
+// decodeError marks a message that failed to decode or transform.
+type decodeError struct{ error }
+
+func (e decodeError) Unwrap() error { return e.error }
+
 // prepare turns a polled batch into the sink's batch: decoding checks each
 // payload with the stream's codec (and, as upstream's decoders do, turns
 // avro, proto and flatbuffer payloads that have a schema into JSON), then
@@ -240,7 +264,7 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 		}
 		if err != nil {
 			cm.Payload = b.Messages[i].Payload
-			failed = append(failed, failure{cm, fmt.Errorf("decode: %w", err)})
+			failed = append(failed, failure{cm, decodeError{fmt.Errorf("decode: %w", err)}})
 			continue
 		}
 		out.Messages = append(out.Messages, cm)
@@ -262,7 +286,7 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 		s, keep, err := mem.r.chain.Apply(&cm, schema)
 		switch {
 		case err != nil:
-			failed = append(failed, failure{original, err})
+			failed = append(failed, failure{original, decodeError{err}})
 		case keep:
 			kept = append(kept, cm)
 			after = s
@@ -280,10 +304,12 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 // on the whole error) are not retried. When a whole-batch error persists,
 // each remaining message is tried on its own once, so one poison message
 // does not take its neighbours down with it. It returns the messages that
-// still fail.
-func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []failure {
+// still fail; or, when not one message of the batch could be written and
+// no failure is permanent, a non-nil down error: the sink itself is failing.
+func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) (unwritten []failure, down error) {
 	m := mem.r.m
 	pending := batch.Messages
+	written := 0
 	var errs []error
 	var failed []failure // permanent failures, settled
 	backoff := mem.cs.RetryBackoff
@@ -298,7 +324,7 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 		err := mem.consume(ctx, &sub)
 		if err == nil {
 			m.metrics.processed.Add(float64(len(pending)))
-			return failed
+			return failed, nil
 		}
 		m.metrics.errors.Inc()
 		permanent := connector.IsPermanent(err)
@@ -311,6 +337,7 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 				switch {
 				case !bad:
 					m.metrics.processed.Inc()
+					written++
 				case permanent || connector.IsPermanent(e):
 					failed = append(failed, failure{msg, e})
 				default:
@@ -326,7 +353,7 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 			wholeBatch = len(pending) > 1
 		}
 		if len(pending) == 0 {
-			return failed
+			return failed, nil
 		}
 		if permanent || attempt >= mem.cs.MaxRetries || ctx.Err() != nil {
 			break
@@ -335,13 +362,13 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 			"partition", batch.Partition, "messages", len(pending), "attempt", attempt+1, "error", err, "in", backoff)
 		select {
 		case <-ctx.Done():
-			return nil
+			return nil, nil
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
 	if ctx.Err() != nil {
-		return nil
+		return nil, nil
 	}
 	for i, msg := range pending {
 		if wholeBatch {
@@ -350,13 +377,17 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) []fail
 			err := mem.consume(ctx, &one)
 			if err == nil {
 				m.metrics.processed.Inc()
+				written++
 				continue
 			}
 			errs[i] = err
 		}
 		failed = append(failed, failure{msg, errs[i]})
 	}
-	return failed
+	if written == 0 && len(failed) == len(batch.Messages) && !slices.ContainsFunc(failed, failure.permanent) {
+		return nil, fmt.Errorf("every message of the batch failed after %d retries: %w", mem.cs.MaxRetries, failed[0].err)
+	}
+	return failed, nil
 }
 
 // consume calls the sink's Consume under recover and times it.

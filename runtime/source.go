@@ -41,6 +41,9 @@ type sourceRun struct {
 	// prepareNS accumulates transform time between deliveries, for the
 	// benchmark log event.
 	prepareNS atomic.Int64
+	// pollStuck is set when a Poll did not return after cancellation; the
+	// source is then not closed (Close must not run beside a Poll).
+	pollStuck bool
 }
 
 // output is one [[streams]] entry of a source.
@@ -122,6 +125,9 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer func() {
+		if r.pollStuck {
+			return
+		}
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
 		defer cancel()
 		if err := safely(func() error { return r.src.Close(closeCtx) }); err != nil {
@@ -134,15 +140,22 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 }
 
 // run polls in one goroutine and delivers in this one; the channel between
-// them holds one batch, so a slow Iggy slows the source.
-func (r *sourceRun) run(ctx context.Context) error {
+// them holds one batch, so a slow Iggy slows the source. It returns only
+// after the poller has returned, so Close never runs beside a Poll.
+func (r *sourceRun) run(ctx context.Context) (err error) {
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	defer stopPolling()
 	polled := make(chan *connector.Batch, 1)
 	pollErr := make(chan error, 1)
 	go func() {
 		defer close(polled)
 		pollErr <- r.poll(pollCtx, polled)
+	}()
+	defer func() {
+		stopPolling()
+		if !r.waitPoller(polled) {
+			r.pollStuck = true
+			err = errors.Join(err, fmt.Errorf("Poll did not return within %s of being cancelled; the source is not closed", drainTimeout))
+		}
 	}()
 
 	// On stop, batches already polled are still delivered, for a bounded time.
@@ -156,18 +169,41 @@ func (r *sourceRun) run(ctx context.Context) error {
 		}
 	}()
 
+	var carry *connector.Batch
 	for {
-		first, ok := <-polled
-		if !ok {
-			err := <-pollErr
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				return nil
+		first := carry
+		if first == nil {
+			var ok bool
+			if first, ok = <-polled; !ok {
+				err := <-pollErr
+				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
 			}
-			return err
 		}
-		batches := r.gather(first, polled)
+		var batches []*connector.Batch
+		batches, carry = r.gather(first, polled)
 		if err := r.deliver(deliverCtx, batches); err != nil {
 			return err
+		}
+	}
+}
+
+// waitPoller drains the hand-over channel until the poller closes it, for
+// at most drainTimeout; it reports whether the poller returned.
+func (r *sourceRun) waitPoller(polled <-chan *connector.Batch) bool {
+	timeout := time.NewTimer(drainTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case _, ok := <-polled:
+			if !ok {
+				return true
+			}
+		case <-timeout.C:
+			r.m.log.Error("source Poll ignores cancellation; not closing it", "waited", drainTimeout)
+			return false
 		}
 	}
 }
@@ -232,12 +268,16 @@ func (r *sourceRun) prepare(b *connector.Batch) error {
 }
 
 // gather merges the batches that arrive within the linger time, up to
-// batch_length messages.
-func (r *sourceRun) gather(first *connector.Batch, polled <-chan *connector.Batch) []*connector.Batch {
-	batches := []*connector.Batch{first}
+// batch_length messages. Batches with messages merge only while they share
+// a schema; a batch with another schema is returned as carry, to start the
+// next delivery. Batches without messages (a new state only) merge with
+// any.
+func (r *sourceRun) gather(first *connector.Batch, polled <-chan *connector.Batch) (batches []*connector.Batch, carry *connector.Batch) {
+	batches = []*connector.Batch{first}
 	n := len(first.Messages)
+	schema := schemaOf(first)
 	if n >= r.batchLen || r.linger <= 0 {
-		return batches
+		return batches, nil
 	}
 	timer := time.NewTimer(r.linger)
 	defer timer.Stop()
@@ -245,37 +285,63 @@ func (r *sourceRun) gather(first *connector.Batch, polled <-chan *connector.Batc
 		select {
 		case b, ok := <-polled:
 			if !ok {
-				return batches
+				return batches, nil
+			}
+			if s := schemaOf(b); s != "" {
+				if schema != "" && s != schema {
+					return batches, b
+				}
+				schema = s
 			}
 			batches = append(batches, b)
 			n += len(b.Messages)
 		case <-timer.C:
-			return batches
+			return batches, nil
 		}
 	}
-	return batches
+	return batches, nil
+}
+
+// schemaOf is the schema of a batch's messages, or "" for a batch without.
+func schemaOf(b *connector.Batch) connector.Schema {
+	if len(b.Messages) == 0 {
+		return ""
+	}
+	return b.Schema
 }
 
 // deliver sends the batches to every output, saves the last state, and
-// acknowledges them, retrying failures with backoff until ctx ends.
+// acknowledges them. A failure that a retry can fix (connection, timeout,
+// a retriable server code, a state-store conflict) is retried with backoff
+// until ctx ends, with the connector's last error set; one that no retry
+// can fix (a message the stream's schema or the server rejects) ends the
+// run with that error, so the connector shows it and restarts from its
+// saved state.
 func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) error {
 	start := time.Now()
 	var msgs []connector.Message
 	var st []byte
+	var schema connector.Schema
 	for _, b := range batches {
 		msgs = append(msgs, b.Messages...)
 		if b.State != nil {
 			st = b.State
 		}
+		if schema == "" {
+			schema = schemaOf(b)
+		}
 	}
-	schema := batches[0].Schema
+	outs, err := r.encode(msgs, schema)
+	if err != nil {
+		return err
+	}
 	sent := make([]bool, len(r.outputs))
 	saved := st == nil
 	backoff := retryMin
 	var sendTime, saveTime time.Duration
 	for {
 		t0 := time.Now()
-		err := r.send(ctx, schema, msgs, sent)
+		err := r.send(ctx, outs, sent)
 		sendTime += time.Since(t0)
 		if err == nil && !saved {
 			t0 = time.Now()
@@ -290,11 +356,11 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 		if ctx.Err() != nil {
 			return fmt.Errorf("stopped before a batch was delivered (it will be polled again): %w", err)
 		}
-		var perm permanentSend
-		if errors.As(err, &perm) {
-			return terminal(err)
-		}
 		r.m.metrics.errors.Inc()
+		if !retriable(err) {
+			return fmt.Errorf("a batch cannot be delivered: %w", err)
+		}
+		r.m.note(err)
 		r.m.log.Warn("batch not delivered; retrying", "error", err, "in", backoff)
 		for _, b := range batches {
 			r.nack(ctx, b, err)
@@ -312,6 +378,46 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	r.m.metrics.observe(stageTotal, start)
 	r.report(len(msgs), r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
 	return nil
+}
+
+// encode converts msgs for every output once, with ids and origin
+// timestamps fixed, so every retry sends the same messages (the same
+// message has the same id in every stream).
+func (r *sourceRun) encode(msgs []connector.Message, schema connector.Schema) ([][]iggy.Message, error) {
+	outs := make([][]iggy.Message, len(r.outputs))
+	if len(msgs) == 0 {
+		return outs, nil
+	}
+	for i, o := range r.outputs {
+		out, err := toIggy(msgs, schema, o.convert)
+		if err == nil && i > 0 {
+			for j := range out {
+				out[j].ID, out[j].OriginTimestamp = outs[0][j].ID, outs[0][j].OriginTimestamp
+			}
+		}
+		if err == nil {
+			err = iggy.PrepareMessages(out)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("a batch cannot be sent to stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)
+		}
+		outs[i] = out
+	}
+	return outs, nil
+}
+
+// retriable reports whether sending or saving again may succeed: not for a
+// state too large for the store, nor for an Iggy error whose code says a
+// retry cannot help (an empty or oversized message, a missing topic).
+func retriable(err error) bool {
+	if errors.Is(err, state.ErrTooLarge) {
+		return false
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return iggy.IsRetriable(err)
+	}
+	return true
 }
 
 // report logs a delivered batch: upstream's "benchmark" event per output
@@ -332,29 +438,18 @@ func (r *sourceRun) report(n int, prepareNS int64, send, save, total time.Durati
 	}
 }
 
-// permanentSend marks a batch that no retry can deliver (a payload that
-// cannot be converted or encoded).
-type permanentSend struct{ error }
-
-func (e permanentSend) Unwrap() error { return e.error }
-
-// send sends msgs to every output not yet marked sent.
-func (r *sourceRun) send(ctx context.Context, schema connector.Schema, msgs []connector.Message, sent []bool) error {
-	if len(msgs) == 0 {
+// send sends each output's messages to it, unless already sent.
+func (r *sourceRun) send(ctx context.Context, outs [][]iggy.Message, sent []bool) error {
+	if len(outs) == 0 || len(outs[0]) == 0 {
 		return nil
 	}
 	start := time.Now()
 	defer r.m.metrics.observe(stageIggySend, start)
 	acks := make([]*iggy.Ack, len(r.outputs))
 	for i, o := range r.outputs {
-		if sent[i] {
-			continue
+		if !sent[i] {
+			acks[i] = o.producer.Send(ctx, outs[i]...)
 		}
-		out, err := toIggy(msgs, schema, o.convert)
-		if err != nil {
-			return permanentSend{fmt.Errorf("stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)}
-		}
-		acks[i] = o.producer.Send(ctx, out...)
 	}
 	var errs []error
 	for i, o := range r.outputs {
@@ -370,7 +465,7 @@ func (r *sourceRun) send(ctx context.Context, schema connector.Schema, msgs []co
 			continue
 		}
 		sent[i] = true
-		r.m.metrics.sent.Add(float64(len(msgs)))
+		r.m.metrics.sent.Add(float64(len(outs[i])))
 	}
 	return errors.Join(errs...)
 }

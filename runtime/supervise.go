@@ -136,6 +136,14 @@ func (m *managed) fail(err error) {
 	m.setStatus(StatusError)
 }
 
+// note records err as the connector's last error without changing its
+// status: the connector is still running and retrying.
+func (m *managed) note(err error) {
+	m.mu.Lock()
+	m.lastErr, m.lastErrAt = err.Error(), time.Now()
+	m.mu.Unlock()
+}
+
 // start launches the supervisor. The caller holds no lock.
 func (m *managed) start() {
 	ctx, cancel := context.WithCancel(context.Background())
