@@ -187,7 +187,9 @@ dead_letter_topic = "dlq"
 	require.Equal(t, "not json 7", string(dead[0].Payload), "the original payload is kept")
 }
 
-func TestStopPolicyStopsTheSinkWithoutCommitting(t *testing.T) {
+// A sink that cannot write anything is failing as a whole: status Error,
+// nothing committed, and it restarts with backoff (no dead letters).
+func TestSinkThatIsDownCommitsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.sources["numbers"] = &seqSource{max: 5, batch: 5}
 	e.sinks["down"] = &collectSink{failFirst: 1 << 30}
@@ -399,4 +401,25 @@ func TestOffsetStaysAtTheLastWrittenBatchWhileTheSinkFails(t *testing.T) {
 	for i := range stored {
 		require.Equal(t, firstFailed[i]-1, stored[i], "stored offset while a batch from %d fails", firstFailed[i])
 	}
+}
+
+// With on_error = "stop", a poison message stops the sink for good: status
+// Error with the message's offset, no automatic restart, the batch not
+// committed (its other messages are delivered again after a restart).
+func TestStopPolicyStopsOnAPoisonMessage(t *testing.T) {
+	e := newEnv(t)
+	e.sources["numbers"] = &seqSource{max: 10, batch: 10, poison: map[uint64]bool{4: true}}
+	sink := &collectSink{}
+	e.sinks["strict"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("strict", "type = \"sink\"\nkey = \"strict\"\npath = \"collect\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nconsumer_group = \"strict-group\"\non_error = \"stop\"\n")
+	rt := e.start()
+	eventually(t, "sink in Error", func() bool {
+		i, _ := rt.Connector(connector.KindSink, "strict")
+		return i.Status == StatusError
+	})
+	i, _ := rt.Connector(connector.KindSink, "strict")
+	require.Contains(t, i.LastError, "offset 4")
+	require.Contains(t, i.LastError, "on_error = \"stop\"")
+	require.Zero(t, i.Restarts, "a stopped sink is not restarted automatically")
 }
