@@ -199,8 +199,12 @@ func (b *Broker) janitor() {
 		case now := <-t.C:
 			for _, c := range b.connList() {
 				if c.inGroups() && now.Sub(c.lastSeenTime()) > stale {
-					b.log.Info("evicting stale client", "conn", c.id, "remote", c.remote)
-					c.evict(evictStale)
+					// Called on every tick until the connection is gone: a
+					// writer stuck on a client that stopped reading gets its
+					// deadline cut again.
+					if c.evict(evictStale) {
+						b.log.Info("evicting stale client", "conn", c.id, "remote", c.remote)
+					}
 				}
 			}
 			b.expireRevocations(now)

@@ -7,7 +7,8 @@ package broker
 // balanced partitioning is a per-topic round robin, partition_id must
 // exist, messages_key is XXH32(key) % partitions. The batch is then
 // checked with the connection's wire.BatchChecker (layout, reserved bytes,
-// every frame checksum and the batch checksum). Under the partition's
+// every frame checksum, the batch checksum, and every offset_delta equal to
+// its frame's index). Under the partition's
 // append lock it is stamped with the partition id, base_offset = the log's
 // next offset and base_timestamp = now in µs (never below the partition's
 // previous one), its checksum recomputed, and appended. The reply is raw:
@@ -16,7 +17,9 @@ package broker
 // Deviation: upstream drops a batch that fails its checks without a reply
 // (the client waits out its timeout); this broker answers the check's
 // status instead: 3 for a malformed body (metadata length or message
-// count not matching the batch, frames not tiling it), 4009 for an empty
+// count not matching the batch, frames not tiling it, an offset_delta
+// that is not the frame's index: upstream stores any deltas, and polls
+// then report the messages at wrong offsets), 4009 for an empty
 // batch, 4027 for a frame checksum, 4039 for the batch checksum, 4101 for
 // non-zero reserved bytes.
 //
@@ -47,7 +50,7 @@ func handleSend(b *Broker, r *request) reply {
 	if p == nil {
 		return status(wire.ErrResourceNotFound.Code)
 	}
-	if _, err := r.c.checker.Validate(req.Batch); err != nil {
+	if _, err := r.c.checker.ValidateSend(req.Batch); err != nil {
 		b.log.Debug("refusing a batch that fails its checks", "conn", r.c.id, "err", err)
 		return status(codeOf(err))
 	}

@@ -116,7 +116,7 @@ func (b *Broker) addPartitions(t *topic, n uint32) error {
 	from := len(t.parts)
 	now := nowMicros()
 	for i := uint32(0); i < n; i++ {
-		p, err := b.openPartition(t, uint32(len(t.parts)), now)
+		p, err := b.openPartition(t, uint32(len(t.parts)), now, true)
 		if err != nil {
 			for _, q := range t.parts[from:] {
 				q.destroy()
@@ -224,17 +224,20 @@ func (b *Broker) destroyTopic(t *topic) {
 	}
 }
 
-// purgeTopic empties every partition of t and forgets their offsets.
-// Caller holds b.mu for writing.
+// purgeTopic empties every partition of t and forgets their offsets. The
+// offsets go first: a crash or failure in between leaves offsets cleared
+// over a full log (messages delivered again), never offsets that point
+// past an emptied one (openPartition clamps those anyway). Caller holds
+// b.mu for writing.
 func (b *Broker) purgeTopic(t *topic) error {
 	for _, p := range t.parts {
+		if err := p.clearOffsets(func(offsetKey) bool { return true }); err != nil {
+			return err
+		}
 		p.mu.Lock()
 		err := p.log.Purge()
 		p.mu.Unlock()
 		if err != nil {
-			return err
-		}
-		if err := p.clearOffsets(func(offsetKey) bool { return true }); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,9 @@ package broker
 // delete_segments (503, op 138) drops the partition's oldest segments (the
 // active one too if count reaches it; offsets are never reused) and
 // replies result-framed with operation 68 (TruncatePartition), or the
-// committed 1009/2010/3007.
+// committed 1009/2010/3007. A failure after some segments were dropped is
+// committed as a success (and logged), so replaying the request id does
+// not drop more; a failure that dropped nothing is status 1.
 
 import "github.com/ferryhq/ferry/iggy/wire"
 
@@ -105,9 +107,18 @@ func handleDeleteSegments(b *Broker, r *request) reply {
 		rep = rejected(wire.ErrPartitionNotFound.Code)
 	default:
 		p.mu.Lock()
-		_, err := p.log.DropOldest(int(min(req.Count, 1<<30)))
+		first := p.log.FirstOffset()
+		n, err := p.log.DropOldest(int(min(req.Count, 1<<30)))
+		dropped := p.log.FirstOffset() != first
 		p.mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil && (n > 0 || dropped):
+			// Part of the request is done and cannot be undone: commit it,
+			// so a retry with the same request id replays this reply
+			// instead of dropping more segments.
+			b.log.Error("delete segments failed part way; committed what was dropped",
+				"topic", t.name, "partition", p.id, "asked", req.Count, "dropped", n, "err", err)
+		case err != nil:
 			rep = b.failed("delete segments", err)
 		}
 	}

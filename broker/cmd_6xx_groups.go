@@ -199,7 +199,7 @@ func handleLeaveConsumerGroup(b *Broker, r *request) reply {
 	if m == nil || g.deleted {
 		return rejected(wire.ErrConsumerGroupMemberNotFound.Code)
 	}
-	g.remove(m, len(g.topic.parts))
+	g.remove(m, len(g.parts))
 	c.mu.Lock()
 	delete(c.groups, g)
 	c.mu.Unlock()

@@ -76,6 +76,11 @@ type Config struct {
 	// RebalancingTimeout bounds how long a partition waits in a pending
 	// revocation for its old owner to commit. Default 30s.
 	RebalancingTimeout time.Duration
+	// LoginTimeout closes a connection that has no session (it has not
+	// logged in, or logged out) and sends nothing for this long, so idle
+	// unauthenticated sockets do not pile up. Logged-in connections may
+	// stay idle. Default 30s.
+	LoginTimeout time.Duration
 	// RetentionInterval is the period of the sweep that applies
 	// message_expiry and max_topic_size. Default 10s.
 	RetentionInterval time.Duration
@@ -112,6 +117,9 @@ func (c Config) withDefaults() Config {
 	if c.RebalancingTimeout == 0 {
 		c.RebalancingTimeout = 30 * time.Second
 	}
+	if c.LoginTimeout == 0 {
+		c.LoginTimeout = 30 * time.Second
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Second
 	}
@@ -135,6 +143,7 @@ func (c Config) validate() error {
 	for name, d := range map[string]time.Duration{
 		"fsync interval": c.FsyncInterval, "heartbeat interval": c.HeartbeatInterval,
 		"rebalancing timeout": c.RebalancingTimeout, "retention interval": c.RetentionInterval,
+		"login timeout": c.LoginTimeout,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))

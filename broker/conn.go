@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,20 @@ import (
 // handles it to the end and queues the reply, in order (lockstep clients
 // and pipelining clients both get replies in request order). Its writer
 // goroutine writes queued frames and is the only writer of the socket; an
-// eviction from outside (a stale client) goes through kick.
+// eviction from outside (a stale client) goes through kick, and also
+// shortens the write deadline so that a writer stuck on a client that
+// stopped reading gives up (the connection then closes, and the reader
+// ends the session).
+//
+// Memory bounds: a frame larger than maxPreAuthFrame before a session is
+// bound closes the connection; frames are read into a buffer that grows
+// with the bytes that arrive; the reply queue holds at most maxQueueFrames
+// frames and maxQueueBytes bytes (one larger frame when it is empty).
+// Deadlines: a connection without a session that sends nothing for
+// Config.LoginTimeout is closed; a write that makes no progress for
+// writeTimeout closes the connection. A logged-in connection may stay
+// idle (heartbeats are the client's business; only stale group members
+// are evicted).
 type conn struct {
 	b      *Broker
 	nc     net.Conn
@@ -27,6 +41,8 @@ type conn struct {
 	out      chan outFrame       // closed by the reader when it ends
 	kick     chan evictionReason // unsolicited eviction, buffered 1
 	lastSeen atomic.Int64        // unix nanos of the last request
+	evictBy  atomic.Int64        // unix nanos by which an evicted connection's writes must end; 0 = not evicted
+	queue    byteQueue           // bytes queued on out
 
 	// Reader goroutine only.
 	checker   wire.BatchChecker
@@ -46,6 +62,48 @@ type conn struct {
 type outFrame struct {
 	b     []byte
 	close bool // close the connection after writing this frame
+}
+
+// Connection limits; see conn.
+const (
+	// maxPreAuthFrame bounds a frame read while no session is bound: a
+	// Register body is a few hundred bytes.
+	maxPreAuthFrame = 64 << 10
+	maxQueueFrames  = 64
+	maxQueueBytes   = wire.MaxFrameSize
+	// minWriteTimeout is the floor of a connection's write timeout, which
+	// is otherwise 1.2 × HeartbeatInterval.
+	minWriteTimeout = 10 * time.Second
+	// evictGrace is how long an evicted connection's writer may take to
+	// send the eviction before its writes are cut.
+	evictGrace = time.Second
+)
+
+// byteQueue counts the bytes queued for the writer; the reader waits for
+// room before queueing more than maxQueueBytes. The writer always drains
+// (it discards frames once the socket failed), so the wait ends.
+type byteQueue struct {
+	mu    sync.Mutex
+	room  sync.Cond
+	bytes int
+}
+
+// reserve waits until n more bytes fit (always when nothing is queued).
+func (q *byteQueue) reserve(n int) {
+	q.mu.Lock()
+	for q.bytes > 0 && q.bytes+n > maxQueueBytes {
+		q.room.Wait()
+	}
+	q.bytes += n
+	q.mu.Unlock()
+}
+
+// release returns n bytes the writer is done with.
+func (q *byteQueue) release(n int) {
+	q.mu.Lock()
+	q.bytes -= n
+	q.mu.Unlock()
+	q.room.Signal()
 }
 
 type evictionReason = wire.EvictionReason
@@ -73,11 +131,18 @@ type reply struct {
 func newConn(b *Broker, nc net.Conn) *conn {
 	c := &conn{
 		b: b, nc: nc, id: b.connSeq.Add(1), remote: nc.RemoteAddr().String(),
-		out: make(chan outFrame, 64), kick: make(chan evictionReason, 1),
+		out: make(chan outFrame, maxQueueFrames), kick: make(chan evictionReason, 1),
 		groups: map[*group]struct{}{},
 	}
+	c.queue.room.L = &c.queue.mu
 	c.lastSeen.Store(time.Now().UnixNano())
 	return c
+}
+
+// enqueue hands a frame to the writer, waiting for room in the queue.
+func (c *conn) enqueue(f outFrame) {
+	c.queue.reserve(len(f.b))
+	c.out <- f
 }
 
 func (c *conn) lastSeenTime() time.Time { return time.Unix(0, c.lastSeen.Load()) }
@@ -95,12 +160,55 @@ func (c *conn) sessionInfo() (bound bool, session uint64, client wire.U128, user
 	return c.bound, c.session, c.client, c.userID
 }
 
-// evict asks the writer to send an eviction and close the connection.
-func (c *conn) evict(r evictionReason) {
+// evict asks the writer to send an eviction and close the connection. A
+// writer blocked on a client that does not read cannot see the request, so
+// the write deadline is cut to evictGrace from the first call; the janitor
+// calls again while the connection lingers, which re-applies it. It
+// reports whether this was the first call.
+func (c *conn) evict(r evictionReason) bool {
 	select {
 	case c.kick <- r:
 	default:
 	}
+	by := time.Now().Add(evictGrace).UnixNano()
+	first := c.evictBy.CompareAndSwap(0, by)
+	if !first {
+		by = c.evictBy.Load()
+	}
+	_ = c.nc.SetWriteDeadline(time.Unix(0, by))
+	return first
+}
+
+// writeTimeout is how long one write may make no progress.
+func (b *Broker) writeTimeout() time.Duration {
+	return max(b.cfg.HeartbeatInterval*6/5, minWriteTimeout)
+}
+
+// deadlineWriter writes to the socket in chunks, each under a fresh write
+// deadline (cut short once the connection is evicted), so a slow reader
+// is served and a reader that stopped is dropped.
+type deadlineWriter struct{ c *conn }
+
+const writeChunk = 64 << 10
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	timeout := w.c.b.writeTimeout()
+	done := 0
+	for done < len(p) {
+		deadline := time.Now().Add(timeout)
+		if by := w.c.evictBy.Load(); by != 0 && by < deadline.UnixNano() {
+			deadline = time.Unix(0, by)
+		}
+		if err := w.c.nc.SetWriteDeadline(deadline); err != nil {
+			return done, err
+		}
+		n, err := w.c.nc.Write(p[done:min(len(p), done+writeChunk)])
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
 
 const maxPooledFrame = 1 << 20
@@ -130,8 +238,25 @@ func (c *conn) readLoop() {
 	defer c.finish()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	buf := make([]byte, 0, 64<<10)
+	deadline := false // a read deadline is set
 	for {
-		frame, err := wire.ReadFrame(r, buf, wire.MaxFrameSize)
+		limit := wire.MaxFrameSize
+		if bound, _, _, _ := c.sessionInfo(); !bound {
+			// Before login: small frames, and silence ends the connection.
+			limit = maxPreAuthFrame
+			if err := c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.LoginTimeout)); err != nil {
+				c.logReadError(err)
+				return
+			}
+			deadline = true
+		} else if deadline {
+			if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+				c.logReadError(err)
+				return
+			}
+			deadline = false
+		}
+		frame, err := wire.ReadFrame(r, buf, limit)
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -154,6 +279,9 @@ func (c *conn) logReadError(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.b.log.Debug("connection closed", "conn", c.id, "remote", c.remote)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.b.log.Info("closing a connection that did not log in in time", "conn", c.id, "remote", c.remote,
+			"timeout", c.b.cfg.LoginTimeout)
 	case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrFrameTooSmall), errors.Is(err, wire.ErrMalformed):
 		c.b.log.Warn("closing connection on a malformed frame", "conn", c.id, "remote", c.remote, "err", err)
 	default:
@@ -195,7 +323,7 @@ func (c *conn) send(h *wire.RequestHeader, rep reply) bool {
 			e.ServerProtocolMax, e.ServerProtocolMin = wire.ProtocolVersion, wire.ProtocolVersion
 		}
 		e.Put(f)
-		c.out <- outFrame{b: f, close: true}
+		c.enqueue(outFrame{b: f, close: true})
 		return false
 	}
 	if rep.silent {
@@ -217,7 +345,7 @@ func (c *conn) send(h *wire.RequestHeader, rep reply) bool {
 	}
 	rh.Put(f)
 	copy(f[wire.HeaderSize:], rep.body)
-	c.out <- outFrame{b: f, close: rep.drop}
+	c.enqueue(outFrame{b: f, close: rep.drop})
 	return !rep.drop
 }
 
@@ -231,7 +359,7 @@ func (c *conn) finish() {
 
 func (c *conn) writeLoop() {
 	defer c.nc.Close()
-	w := bufio.NewWriterSize(c.nc, 64<<10)
+	w := bufio.NewWriterSize(deadlineWriter{c}, 64<<10)
 	dead := false
 	fail := func(err error) {
 		if !dead {
@@ -256,6 +384,7 @@ func (c *conn) writeLoop() {
 					fail(err)
 				}
 			}
+			c.queue.release(len(f.b))
 			putFrame(f.b)
 			if !dead && (f.close || len(c.out) == 0) {
 				if err := w.Flush(); err != nil {

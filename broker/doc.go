@@ -22,6 +22,18 @@
 //     4101) instead of being dropped silently, so a client fails at once
 //     instead of waiting out its 30 s timeout. Likewise an undecodable
 //     join/leave body is answered status 3.
+//   - A send whose frames' offset_delta values are not 0, 1, 2, ... (each
+//     frame's index, as producers write them) is refused with status 3.
+//     Upstream stores any deltas; polls would then label messages with
+//     wrong (even repeated) offsets and group consumers would re-deliver
+//     them forever.
+//   - Before a session is bound, a frame larger than 64 KiB closes the
+//     connection (upstream allows 64 MiB from the first byte), and a
+//     connection that sends nothing for Config.LoginTimeout (30 s) is
+//     closed. A write to a client that makes no progress for
+//     max(1.2 × HeartbeatInterval, 10 s) closes its connection; an evicted
+//     stale member's connection is closed even when its client stopped
+//     reading.
 //   - Users other than root are not implemented: codes 31-37 answer
 //     status 5 (FeatureUnavailable). Root is user 0 with Config's
 //     credentials.

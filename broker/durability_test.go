@@ -84,13 +84,24 @@ func TestRestartRestoresEverything(t *testing.T) {
 }
 
 // TestHelperBrokerProcess is the child process of
-// TestKilledBrokerKeepsAcknowledgedData; it does nothing in a normal run.
+// TestKilledBrokerKeepsAcknowledgedData and TestKillLoop; it does nothing
+// in a normal run. FERRY_BROKER_CHILD_FSYNC names the fsync policy
+// (default never).
 func TestHelperBrokerProcess(t *testing.T) {
 	dir := os.Getenv("FERRY_BROKER_CHILD_DIR")
 	if dir == "" {
 		t.Skip("helper process for TestKilledBrokerKeepsAcknowledgedData")
 	}
-	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", DataDir: dir, Fsync: broker.FsyncNever})
+	policy := broker.FsyncNever
+	if s := os.Getenv("FERRY_BROKER_CHILD_FSYNC"); s != "" {
+		p, err := broker.ParseFsyncPolicy(s)
+		if err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(1)
+		}
+		policy = p
+	}
+	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", DataDir: dir, Fsync: policy})
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)

@@ -23,6 +23,7 @@ package broker
 // ownership (pending allowed).
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -37,7 +38,11 @@ type group struct {
 	id    uint32
 	name  string
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// parts is a copy of topic.parts, refreshed (under Broker.mu for
+	// writing and mu) on every repartition, so the janitor and a leaving
+	// connection can work on the group without Broker.mu.
+	parts      []*partition
 	deleted    bool
 	generation uint64
 	members    []*member // join order
@@ -57,9 +62,10 @@ type revocation struct {
 	deadline time.Time
 }
 
+// newGroup makes a group of t. Caller holds Broker.mu.
 func newGroup(t *topic, id uint32, name string) *group {
 	return &group{
-		topic: t, id: id, name: name,
+		topic: t, id: id, name: name, parts: slices.Clone(t.parts),
 		owner: map[uint32]*member{}, pending: map[uint32]*revocation{}, polled: map[uint32]uint64{},
 	}
 }
@@ -220,12 +226,11 @@ func (g *group) settle(p *partition, now time.Time) {
 	g.generation++
 }
 
-// settleAll settles every pending revocation. Caller holds g.mu and
-// Broker.mu (read).
+// settleAll settles every pending revocation. Caller holds g.mu.
 func (g *group) settleAll(now time.Time) {
 	for pid := range g.pending {
-		if p := g.topic.partition(pid); p != nil {
-			g.settle(p, now)
+		if int64(pid) < int64(len(g.parts)) {
+			g.settle(g.parts[pid], now)
 		} else {
 			delete(g.pending, pid)
 		}
@@ -257,7 +262,7 @@ func (g *group) pollable(m *member) []uint32 {
 }
 
 // details builds GroupDetails: members in join order with the partitions
-// they own (pending revocations included). Caller holds g.mu, Broker.mu.
+// they own (pending revocations included). Caller holds g.mu.
 func (g *group) details() wire.GroupDetails {
 	d := wire.GroupDetails{GroupHeader: g.headerLocked()}
 	for _, m := range g.members {
@@ -275,19 +280,18 @@ func (g *group) details() wire.GroupDetails {
 
 func (g *group) headerLocked() wire.GroupHeader {
 	return wire.GroupHeader{
-		ID: g.id, PartitionsCount: uint32(len(g.topic.parts)), MembersCount: uint32(len(g.members)), Name: g.name,
+		ID: g.id, PartitionsCount: uint32(len(g.parts)), MembersCount: uint32(len(g.members)), Name: g.name,
 	}
 }
 
 // leaveAll removes the member with client id client (a connection that
-// logged out or disconnected) from groups and rebalances them.
+// logged out or disconnected) from groups and rebalances them. It takes
+// each group's mu without Broker.mu (see locksordering.txt).
 func (b *Broker) leaveAll(client wire.U128, groups map[*group]struct{}) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
 	for g := range groups {
 		g.mu.Lock()
 		if m := g.memberByClient(client); m != nil && !g.deleted {
-			g.remove(m, len(g.topic.parts))
+			g.remove(m, len(g.parts))
 			b.log.Debug("member left on disconnect", "group", g.name, "generation", g.generation)
 		}
 		g.mu.Unlock()
@@ -299,6 +303,7 @@ func (b *Broker) leaveAll(client wire.U128, groups map[*group]struct{}) {
 func (t *topic) resetGroups() {
 	for _, g := range t.groups {
 		g.mu.Lock()
+		g.parts = slices.Clone(t.parts)
 		g.reset(len(t.parts))
 		for pid := range g.polled {
 			if int(pid) >= len(t.parts) {
@@ -310,18 +315,26 @@ func (t *topic) resetGroups() {
 }
 
 // expireRevocations settles revocations whose deadline passed (janitor).
+// The groups are listed under Broker.mu and settled after it is released:
+// a group poll holds g.mu across a disk read, and waiting for it with
+// Broker.mu read-locked would stall every request behind a queued
+// metadata change.
 func (b *Broker) expireRevocations(now time.Time) {
+	var groups []*group
 	b.mu.RLock()
-	defer b.mu.RUnlock()
 	for _, s := range b.streams {
 		for _, t := range s.topics {
 			for _, g := range t.groups {
-				g.mu.Lock()
-				if len(g.pending) > 0 {
-					g.settleAll(now)
-				}
-				g.mu.Unlock()
+				groups = append(groups, g)
 			}
 		}
+	}
+	b.mu.RUnlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		if len(g.pending) > 0 && !g.deleted {
+			g.settleAll(now)
+		}
+		g.mu.Unlock()
 	}
 }

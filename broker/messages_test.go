@@ -275,3 +275,33 @@ func TestPollManyMessagesAcrossChunks(t *testing.T) {
 	ref := wire.ConsumerOffsetRef{Consumer: single(1), Stream: sid, Topic: tid, Partition: wire.Partition(0)}
 	require.Equal(t, uint64(1209), decodeAs[wire.ConsumerOffsetInfo](t, ok(t, do(t, c, wire.CmdGetConsumerOffset, &ref))).StoredOffset)
 }
+
+// A checksum-valid batch whose offset_delta values are not the frames'
+// indexes is refused: stored, it would make polls label every message with
+// the same offset (a Ferry deviation; upstream stores it).
+func TestSendRefusesWrongOffsetDeltas(t *testing.T) {
+	t.Parallel()
+	_, c := start(t, brokertest.InMemory())
+	sid, tid := setup(t, c, 1)
+	body := sendBody(t, sid, tid, wire.ToPartition(0), "a", "b", "c")
+	batch := body[len(body)-(wire.BatchHeaderSize+3*(wire.MessageHeaderSize+1)):]
+	rest := batch[wire.BatchHeaderSize:]
+	for len(rest) > 0 {
+		_, f, r, err := wire.NextFrame(rest)
+		require.NoError(t, err)
+		binary.LittleEndian.PutUint32(f[24:], 0)
+		binary.LittleEndian.PutUint64(f[0:], wire.FrameChecksum(f))
+		rest = r
+	}
+	sum, err := wire.RecordChecksum(batch)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint64(batch[40:], sum)
+
+	denied(t, do(t, c, wire.CmdSendMessages, body), wire.ErrInvalidCommand.Code)
+	r := poll(t, c, wire.PollMessages{Consumer: single(1), Stream: sid, Topic: tid, Partition: wire.Partition(0), Strategy: wire.First(), Count: 10})
+	require.Empty(t, r.Messages, "the refused batch was stored")
+
+	send(t, c, sid, tid, wire.ToPartition(0), "a", "b", "c")
+	r = poll(t, c, wire.PollMessages{Consumer: single(1), Stream: sid, Topic: tid, Partition: wire.Partition(0), Strategy: wire.First(), Count: 10})
+	require.Equal(t, []uint64{0, 1, 2}, offsetsOf(r))
+}

@@ -12,9 +12,14 @@ package broker
 //	topics/<uid>/<partition id>/offsets   consumer offsets journal (persist.go)
 //
 // A topic's directory is named by a uid that is never reused, so a stream
-// or topic id reused after a delete never meets old files; directories no
-// longer named by metadata.json (a crash between saving metadata and
-// removing files) are deleted at startup.
+// or topic id reused after a delete never meets old files. At startup,
+// topic directories no longer named by metadata.json and partition
+// directories at or past their topic's partition count (a crash between
+// saving metadata and removing files) are deleted, and a new partition
+// always starts from an empty directory. A data directory whose
+// metadata.json is missing but whose topics/ is not empty is refused
+// rather than wiped. Stored consumer offsets past the end of their log are
+// brought back to it when a partition opens.
 //
 // Format changes: bump metaVersion, teach decodeMeta the old version and
 // convert it on load; the next save writes the new one.
@@ -25,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -172,8 +178,10 @@ func (b *Broker) fsyncEach(t *topic) bool {
 	return t.opts.EnforceFsync || b.cfg.Fsync == FsyncAlways
 }
 
-// openPartition opens (or creates) partition id of t.
-func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64) (*partition, error) {
+// openPartition opens partition id of t: a new one (fresh) starts from an
+// empty directory, whatever a crash or a failed delete left there; an
+// existing one is recovered.
+func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64, fresh bool) (*partition, error) {
 	p := &partition{topic: t, id: id, createdAt: createdAt}
 	opts := storage.Options{SegmentSize: t.opts.SegmentSize, Fsync: b.fsyncEach(t), Logger: b.log}
 	if b.cfg.DataDir == "" {
@@ -182,6 +190,14 @@ func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64) (*partitio
 		return p, nil
 	}
 	p.dir = filepath.Join(b.topicDir(t.uid), strconv.FormatUint(uint64(id), 10))
+	if fresh {
+		if _, err := os.Stat(p.dir); err == nil {
+			b.log.Warn("removing old files where a new partition goes", "dir", p.dir)
+		}
+		if err := removeAll(p.dir); err != nil {
+			return nil, fmt.Errorf("create partition %d of topic %q: %w", id, t.name, err)
+		}
+	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory: %w", err)
 	}
@@ -189,7 +205,7 @@ func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64) (*partitio
 	if err != nil {
 		return nil, fmt.Errorf("open partition %d of topic %q: %w", id, t.name, err)
 	}
-	j, offs, err := openJournal(filepath.Join(p.dir, "offsets"), b.fsyncEach(t))
+	j, offs, err := openJournal(filepath.Join(p.dir, "offsets"), b.fsyncEach(t), b.log)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("open partition %d of topic %q: %w", id, t.name, err)
@@ -198,7 +214,37 @@ func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64) (*partitio
 	for _, s := range log.Segments() {
 		p.lastTS = max(p.lastTS, s.LastTimestamp)
 	}
+	p.clampOffsets(b.log)
 	return p, nil
+}
+
+// clampOffsets keeps every stored offset within the log: an offset past
+// the last message (the log lost its tail: a purge or a repair cut it, or
+// files were restored) comes down to the last offset, or is dropped when
+// the log is empty. A stored offset past the log would make "next" skip
+// the messages given those offsets again.
+func (p *partition) clampOffsets(log *slog.Logger) {
+	next := p.log.NextOffset()
+	changed := false
+	for k, v := range p.offsets.m {
+		switch {
+		case next == 0:
+			delete(p.offsets.m, k)
+		case v >= next:
+			p.offsets.m[k] = next - 1
+		default:
+			continue
+		}
+		changed = true
+		log.Warn("consumer offset past the end of the log", "dir", p.dir,
+			"consumer_kind", k.Kind, "consumer_id", k.ID, "offset", v, "next_offset", next)
+	}
+	if changed {
+		if err := p.offsets.j.compact(p.offsets.m); err != nil {
+			log.Warn("saving clamped consumer offsets failed; they are clamped again at the next start",
+				"dir", p.dir, "err", err)
+		}
+	}
 }
 
 // close closes the partition's files.
@@ -244,7 +290,19 @@ func (b *Broker) recover(ctx context.Context) error {
 	b.dirLock = lock
 	data, err := os.ReadFile(filepath.Join(b.cfg.DataDir, metaFileName))
 	if errors.Is(err, os.ErrNotExist) {
-		return b.removeOrphans(nil)
+		// A new data directory, or one whose metadata was lost: never wipe
+		// topic data on a guess.
+		topics := filepath.Join(b.cfg.DataDir, "topics")
+		entries, rerr := os.ReadDir(topics)
+		if rerr != nil {
+			return fmt.Errorf("broker: read %s: %w", topics, rerr)
+		}
+		if len(entries) > 0 {
+			return fmt.Errorf("broker: %s is missing but %s holds %d topic directories; restore the metadata file, or move the directory away to start empty",
+				filepath.Join(b.cfg.DataDir, metaFileName), topics, len(entries))
+		}
+		// Written now, so that from here on a missing file means a lost one.
+		return b.saveMeta()
 	}
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -269,11 +327,14 @@ func (b *Broker) recover(ctx context.Context) error {
 			s.topics[t.id] = t
 			live[strconv.FormatUint(t.uid, 10)] = true
 			for i, created := range mt.Partitions {
-				p, err := b.openPartition(t, uint32(i), created)
+				p, err := b.openPartition(t, uint32(i), created, false)
 				if err != nil {
 					return fmt.Errorf("broker: recovery: %w", err)
 				}
 				t.parts = append(t.parts, p)
+			}
+			if err := b.removeDeletedPartitions(t); err != nil {
+				return err
 			}
 			for _, mg := range mt.Groups {
 				t.groups[mg.ID] = newGroup(t, mg.ID, mg.Name)
@@ -287,6 +348,30 @@ func (b *Broker) recover(ctx context.Context) error {
 		b.pats[p.name] = p
 	}
 	return b.removeOrphans(live)
+}
+
+// removeDeletedPartitions deletes the partition directories of t whose id
+// is at or past its partition count: delete_partitions saved metadata and
+// crashed before removing them. Left there, a later create_partitions would
+// find their messages and offsets.
+func (b *Broker) removeDeletedPartitions(t *topic) error {
+	dir := b.topicDir(t.uid)
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("broker: read %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		id, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || id < uint64(len(t.parts)) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b.log.Warn("removing the directory of a deleted partition", "dir", path)
+		if err := removeAll(path); err != nil {
+			return fmt.Errorf("broker: recovery: %w", err)
+		}
+	}
+	return nil
 }
 
 // removeOrphans deletes topic directories metadata does not name.

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -49,27 +50,40 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // writeFileAtomic replaces path with data: temp file, fsync, rename,
 // directory fsync.
 func writeFileAtomic(path string, data []byte) error {
+	f, err := replaceFile(path, data)
+	if f != nil {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close %s: %w", path, cerr)
+		}
+	}
+	return err
+}
+
+// replaceFile writes data to a temporary file beside path, fsyncs it,
+// renames it over path and fsyncs the directory. It returns the new file,
+// still open with its offset at the end (nil if path was not replaced);
+// an error with a non-nil file means the rename happened but the directory
+// fsync failed.
+func replaceFile(path string, data []byte) (*os.File, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("create temp file for %s: %w", path, err)
+		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
+		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return f, syncDir(dir)
 }
 
 func syncDir(dir string) error {
@@ -148,10 +162,12 @@ type journal struct {
 	fsync   bool
 	records int
 	closed  bool
+	log     *slog.Logger
+	retryAt int // after a failed compaction, no new try below this many records
 }
 
 // openJournal opens or creates the journal at path and replays it.
-func openJournal(path string, fsync bool) (*journal, map[offsetKey]uint64, error) {
+func openJournal(path string, fsync bool, log *slog.Logger) (*journal, map[offsetKey]uint64, error) {
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("read offsets %s: %w", path, err)
@@ -160,7 +176,7 @@ func openJournal(path string, fsync bool) (*journal, map[offsetKey]uint64, error
 	if err != nil {
 		return nil, nil, fmt.Errorf("offsets %s: %w", path, err)
 	}
-	j := &journal{path: path, fsync: fsync, records: records}
+	j := &journal{path: path, fsync: fsync, records: records, log: log}
 	if valid < len(data) || len(data) == 0 {
 		// New file, torn tail or torn creation: rewrite what is valid.
 		if err := j.compact(m); err != nil {
@@ -220,14 +236,21 @@ func appendJournalRecord(b []byte, op byte, k offsetKey, off uint64) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[at:], castagnoli))
 }
 
-// write appends one record; live is the map after the caller applies it
-// (used to size compaction). A nil journal (memory) does nothing.
+// write appends one record; live is the map before the caller applies it
+// (used to size compaction). A nil journal (memory) does nothing. Only a
+// closed journal (its partition closed or deleted) is os.ErrClosed; other
+// errors are I/O failures. Once the record is written, write succeeds: a
+// failed compaction after it is logged and the journal keeps appending to
+// the file it has.
 func (j *journal) write(op byte, k offsetKey, off uint64, live map[offsetKey]uint64) error {
 	if j == nil {
 		return nil
 	}
-	if j.f == nil || j.closed {
+	if j.closed {
 		return fmt.Errorf("offsets %s: %w", j.path, os.ErrClosed)
+	}
+	if j.f == nil {
+		return fmt.Errorf("offsets %s: no open file", j.path)
 	}
 	var buf [journalRecSize]byte
 	if _, err := j.f.Write(appendJournalRecord(buf[:0], op, k, off)); err != nil {
@@ -239,7 +262,7 @@ func (j *journal) write(op byte, k offsetKey, off uint64, live map[offsetKey]uin
 		}
 	}
 	j.records++
-	if j.records > 1024 && j.records > 4*(len(live)+1) {
+	if j.records > 1024 && j.records > 4*(len(live)+1) && j.records >= j.retryAt {
 		next := make(map[offsetKey]uint64, len(live)+1)
 		for lk, lv := range live {
 			next[lk] = lv
@@ -249,12 +272,19 @@ func (j *journal) write(op byte, k offsetKey, off uint64, live map[offsetKey]uin
 		} else {
 			delete(next, k)
 		}
-		return j.compact(next)
+		if err := j.compact(next); err != nil {
+			// The record is in the file: the change is durable. Compaction
+			// is tried again 1024 records later.
+			j.retryAt = j.records + 1024
+			j.log.Warn("compacting the offsets journal failed; still appending to it", "path", j.path, "err", err)
+		}
 	}
 	return nil
 }
 
-// compact rewrites the journal atomically with one record per offset.
+// compact rewrites the journal atomically with one record per offset. The
+// new file is written and renamed into place before the handle is
+// swapped; on failure the journal keeps its old file and handle.
 func (j *journal) compact(m map[offsetKey]uint64) error {
 	if j == nil {
 		return nil
@@ -266,19 +296,15 @@ func (j *journal) compact(m map[offsetKey]uint64) error {
 	for k, v := range m {
 		buf = appendJournalRecord(buf, opSet, k, v)
 	}
-	if j.f != nil {
-		j.f.Close()
-		j.f = nil
-	}
-	if err := writeFileAtomic(j.path, buf); err != nil {
+	f, err := replaceFile(j.path, buf)
+	if f == nil {
 		return err
 	}
-	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open offsets %s: %w", j.path, err)
+	if j.f != nil {
+		j.f.Close()
 	}
 	j.f, j.records = f, len(m)
-	return nil
+	return err
 }
 
 func (j *journal) sync() error {

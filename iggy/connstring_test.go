@@ -38,6 +38,12 @@ func TestParseTarget(t *testing.T) {
 		{in: "iggy+tcp://u:p%40ss@h", want: with(func(w *want) { w.addr, w.user, w.pass = "h:8090", "u", "p@ss" })},
 		{in: "iggy://u:p@ss@h:1", want: with(func(w *want) { w.addr, w.user, w.pass = "h:1", "u", "p@ss" })},
 		{in: "iggy://u:a:b@h:1", want: with(func(w *want) { w.addr, w.user, w.pass = "h:1", "u", "a:b" })},
+		{in: "iggy://u:ab?cd@h:1", want: with(func(w *want) { w.addr, w.user, w.pass = "h:1", "u", "ab?cd" })},
+		{in: "iggy://u:se#cret@h:1", want: with(func(w *want) { w.addr, w.user, w.pass = "h:1", "u", "se#cret" })},
+		{in: "iggy://u:a/b@h:1", want: with(func(w *want) { w.addr, w.user, w.pass = "h:1", "u", "a/b" })},
+		{in: "iggy://u:a?b@c/d#e@h:1?tls=true", want: with(func(w *want) { w.addr, w.user, w.pass, w.tls = "h:1", "u", "a?b@c/d#e", true })},
+		{in: "iggy://u:p@h:1?tls_ca_file=/a@b/ca.pem", want: with(func(w *want) { w.addr, w.user, w.pass, w.tls, w.caFile = "h:1", "u", "p", true, "/a@b/ca.pem" })},
+		{in: "iggy://h:1?pat=to@ken", want: with(func(w *want) { w.addr, w.token = "h:1", "to@ken" })},
 		{in: "iggy://iggypat-abc@h:1", want: with(func(w *want) { w.addr, w.token = "h:1", "iggypat-abc" })},
 		{in: "iggy://:tok@h:1", want: with(func(w *want) { w.addr, w.token = "h:1", "tok" })},
 		{in: "iggy://h:1?pat=tok", want: with(func(w *want) { w.addr, w.token = "h:1", "tok" })},
@@ -107,6 +113,14 @@ func TestParseTargetNeverLeaksSecrets(t *testing.T) {
 		"iggy://Sup3rSecret@h:x",
 		"iggy://h:1?pat=Sup3rSecret&tls=maybe",
 		"iggy://user:Sup3rSecret%zz@h:1",
+		"iggy://iggy:ab?Sup3rSecret@127.0.0.1:8090/x",
+		"iggy://iggy:12?Sup3rSecret@127.0.0.1:8090?bogus=1",
+		"iggy://iggy:12?Sup3rSecret@127.0.0.1:99999",
+		"iggy://iggy:se#Sup3rSecret@h:1?bogus=1",
+		"iggy://iggy:se/Sup3rSecret@h:x",
+		"iggy://iggy:1?tls=Sup3rSecret@h:1",
+		"iggy://iggy:Sup3rSecret@h:1?tls_ca_file=/a@b&tls=maybe",
+		"iggy:Sup3rSecret@h:1",
 	} {
 		c := defaultConfig()
 		err := parseTarget(in, &c)
@@ -143,6 +157,11 @@ func TestConfigValidate(t *testing.T) {
 		{[]Option{WithSDK("", "1")}, "SDK name"},
 		{[]Option{WithTLS("/nonexistent/ca.pem", "")}, "reading TLS CA file"},
 		{[]Option{WithCredentials("user", "")}, "has no password"},
+		{[]Option{WithCredentials("ab", "secret")}, "username is 2 bytes"},
+		{[]Option{WithCredentials(strings.Repeat("u", 51), "secret")}, "username is 51 bytes"},
+		{[]Option{WithCredentials("user", "pw")}, "password is 2 bytes"},
+		{[]Option{WithCredentials("user", strings.Repeat("p", 101))}, "password is 101 bytes"},
+		{[]Option{WithToken(strings.Repeat("t", 256))}, "token is 256 bytes"},
 	}
 	for i, tc := range cases {
 		c := defaultConfig()
@@ -166,6 +185,7 @@ func FuzzParseTarget(f *testing.F) {
 		"iggy://tok@h:1?tls=true&tls_domain=d&tls_ca_file=/c", "iggy://:t@h?pat=x&heartbeat_interval=5s",
 		"iggy://u:p@h:1?reconnection_retries=3&reconnection_interval=1s&request_timeout=1m",
 		"iggy://u:p%41@h:1", "iggy+quic://h:1", "iggy://@", "iggy://u:p@h:1?%", "h:1/x", "h:99999?tls=maybe",
+		"h:1?tls_ca_file=/a@b&tls=maybe", "x@h:99999", "h:1?bogus=a@b",
 	} {
 		f.Add(s)
 	}
@@ -185,16 +205,17 @@ func FuzzParseTarget(f *testing.F) {
 			}
 		}
 
-		// The secret's own text must not come from the rest, and an '@' in
-		// the rest would make it part of the user name, which errors show.
-		const secret = "Zq9-S3cr3t"
-		if strings.Contains(s, "Zq9") || strings.Contains(s, "@") {
+		// The secret's own text must not come from the rest. Secrets hold
+		// the characters that end URL parts, unencoded.
+		if strings.Contains(s, "Zq9") || strings.Contains(s, "S3cr3t") {
 			return
 		}
-		for _, target := range []string{"iggy://u:" + secret + "@" + s, "iggy://" + secret + "@" + s, "iggy+tls://:" + secret + "@" + s} {
-			c := defaultConfig()
-			if err := parseTarget(target, &c); err != nil && strings.Contains(err.Error(), "S3cr3t") {
-				t.Fatalf("error %q repeats the secret of %q", err, target)
+		for _, secret := range []string{"Zq9-S3cr3t", "Zq9?S3cr3t", "Zq9#S3cr3t", "Zq9/S3cr3t", "Zq9@S3cr3t", "Zq9?tls=S3cr3t", "Zq9:S3cr3t"} {
+			for _, target := range []string{"iggy://u:" + secret + "@" + s, "iggy://" + secret + "@" + s, "iggy+tls://:" + secret + "@" + s} {
+				c := defaultConfig()
+				if err := parseTarget(target, &c); err != nil && (strings.Contains(err.Error(), "S3cr3t") || strings.Contains(err.Error(), "Zq9")) {
+					t.Fatalf("error %q repeats the secret of %q", err, target)
+				}
 			}
 		}
 	})

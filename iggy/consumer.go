@@ -47,6 +47,9 @@ type GroupConsumer struct {
 	lastSync   time.Time
 	needSync   bool
 	closed     bool
+	left       bool // Close finished: left the group, or never joined
+
+	closeMu sync.Mutex // serialises Close
 }
 
 // ConsumerOption configures a GroupConsumer.
@@ -368,7 +371,11 @@ func (g *GroupConsumer) shielded(ctx context.Context, fn func(context.Context) e
 
 // Commit stores offset as the group's committed offset on partition: the
 // last offset the caller has finished with. It refuses an offset this
-// consumer has not delivered yet.
+// consumer has not delivered yet. When the partition has moved to another
+// member (a rebalance), the error matches
+// ErrConsumerGroupPartitionNotOwned and the consumer re-reads its
+// assignment before its next poll; the messages are delivered again to
+// the partition's new owner.
 func (g *GroupConsumer) Commit(ctx context.Context, partition uint32, offset uint64) error {
 	g.mu.Lock()
 	pos, ok := g.positions[partition]
@@ -377,10 +384,39 @@ func (g *GroupConsumer) Commit(ctx context.Context, partition uint32, offset uin
 		return fmt.Errorf("iggy: group consumer: commit of offset %d on partition %d, but only offsets below %d were delivered: %w",
 			offset, partition, pos, ErrInvalidOffset)
 	}
-	return g.shielded(ctx, func(ctx context.Context) error {
+	err := g.shielded(ctx, func(ctx context.Context) error {
 		return g.c.StoreConsumerOffset(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(partition), offset)
 	})
+	if !errors.Is(err, ErrResourceNotFound) {
+		return err
+	}
+	// Status 20 also means a missing stream, topic or group: tell them
+	// apart by asking for this member's assignment now.
+	g.markResync()
+	var a *GroupAssignment
+	serr := g.shielded(ctx, func(ctx context.Context) (err error) {
+		a, err = g.c.SyncConsumerGroup(ctx, g.stream, g.topic, g.group)
+		return err
+	})
+	if errors.Is(serr, ErrConsumerGroupMemberNotFound) || (serr == nil && !slices.Contains(a.Partitions, partition)) {
+		return &notOwnedError{partition: partition, err: err}
+	}
+	return err
 }
+
+// notOwnedError is a commit refused because the partition is no longer
+// this member's. It matches ErrConsumerGroupPartitionNotOwned and the
+// server's error (ErrResourceNotFound).
+type notOwnedError struct {
+	partition uint32
+	err       error
+}
+
+func (e *notOwnedError) Error() string {
+	return fmt.Sprintf("iggy: group consumer: commit on partition %d: the partition is no longer assigned to this member (%v)", e.partition, e.err)
+}
+
+func (e *notOwnedError) Unwrap() []error { return []error{ErrConsumerGroupPartitionNotOwned, e.err} }
 
 // Assignment returns the partitions this member polled from at its last
 // sync, and the group generation.
@@ -391,15 +427,21 @@ func (g *GroupConsumer) Assignment() (generation uint64, partitions []uint32) {
 }
 
 // Close leaves the group (so its partitions go to the other members) and
-// stops Poll. It is idempotent; the client is left open.
+// stops Poll. The client is left open. If ctx ends (or the leave fails)
+// first, Close returns the error and a later Close tries the leave again;
+// once it has left, Close returns nil.
 func (g *GroupConsumer) Close(ctx context.Context) error {
+	g.closeMu.Lock()
+	defer g.closeMu.Unlock()
 	g.mu.Lock()
-	if g.closed {
+	if g.left {
 		g.mu.Unlock()
 		return nil
 	}
-	g.closed = true
-	close(g.closing)
+	if !g.closed {
+		g.closed = true
+		close(g.closing)
+	}
 	g.mu.Unlock()
 	g.pollMu.Lock() // wait for a Poll in progress
 	defer g.pollMu.Unlock()
@@ -413,15 +455,21 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	g.mu.Lock()
 	tried := g.joinTried
 	g.mu.Unlock()
-	if !tried {
-		return nil
+	var err error
+	if tried {
+		err = g.shielded(ctx, func(ctx context.Context) error {
+			return g.c.LeaveConsumerGroup(ctx, g.stream, g.topic, g.group)
+		})
+		g.bg.Wait()
+		if errors.Is(err, ErrConsumerGroupMemberNotFound) || errors.Is(err, ErrClosed) {
+			err = nil // not a member (any more), or the client's connection is gone with the membership
+		}
 	}
-	err := g.shielded(ctx, func(ctx context.Context) error {
-		return g.c.LeaveConsumerGroup(ctx, g.stream, g.topic, g.group)
-	})
-	g.bg.Wait()
-	if errors.Is(err, ErrConsumerGroupMemberNotFound) {
-		err = nil
+	if err != nil {
+		return fmt.Errorf("iggy: group consumer close: leaving group %s: %w", g.group, err)
 	}
-	return err
+	g.mu.Lock()
+	g.left = true
+	g.mu.Unlock()
+	return nil
 }

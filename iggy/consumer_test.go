@@ -342,3 +342,70 @@ func TestGroupConsumerRereadsUncommittedAfterConnectionLoss(t *testing.T) {
 	}
 	require.Equal(t, uint64(0), batch.Messages[0].Offset, "uncommitted messages are delivered again")
 }
+
+// A Close whose context ends before the leave is sent must not leave the
+// member in the group for good: a later Close sends the leave.
+func TestGroupConsumerCloseRetriesTheLeave(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	admin := dial(t, b.Addr())
+	ctx := testCtx(t)
+	s, tp := newTopic(t, admin, 1)
+	g := newGroupConsumer(t, b.Addr(), s, tp)
+	require.NoError(t, g.Join(ctx))
+	members := func() int {
+		d, err := admin.GetConsumerGroup(ctx, s, tp, iggy.NamedID("g"))
+		require.NoError(t, err)
+		return len(d.Members)
+	}
+	require.Equal(t, 1, members())
+
+	expired, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, g.Close(expired), context.Canceled)
+	require.Equal(t, 1, members(), "the leave was not sent")
+	_, err := g.Poll(ctx)
+	require.ErrorIs(t, err, iggy.ErrClosed, "closed even though the leave is still to do")
+
+	require.NoError(t, g.Close(ctx))
+	require.Equal(t, 0, members(), "the second Close did not leave the group")
+	require.NoError(t, g.Close(ctx), "idempotent once left")
+}
+
+// A commit on a partition a rebalance gave to another member fails with
+// ErrConsumerGroupPartitionNotOwned naming the partition, not with a bare
+// "resource not found".
+func TestGroupConsumerCommitAfterRebalance(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	admin := dial(t, b.Addr())
+	ctx := testCtx(t)
+	s, tp := newTopic(t, admin, 2)
+	fill(t, admin, s, tp, 2, 0, 3)
+	g1 := newGroupConsumer(t, b.Addr(), s, tp, iggy.WithResyncInterval(time.Hour))
+	var batch *iggy.Batch
+	for batch == nil || batch.Partition != 1 {
+		var err error
+		batch, err = g1.Poll(ctx)
+		require.NoError(t, err)
+	}
+	g2 := newGroupConsumer(t, b.Addr(), s, tp)
+	require.NoError(t, g2.Join(ctx))
+	// A repartition resets the assignment round robin: partition 1 is g2's.
+	require.NoError(t, admin.CreatePartitions(ctx, s, tp, 1))
+
+	err := batch.Commit(ctx)
+	require.ErrorIs(t, err, iggy.ErrConsumerGroupPartitionNotOwned)
+	require.ErrorIs(t, err, iggy.ErrResourceNotFound, "the server's error is kept")
+	require.ErrorContains(t, err, "partition 1")
+	_, parts := g1.Assignment()
+	require.Contains(t, parts, uint32(1), "the assignment is re-read at the next poll, not by Commit")
+	require.NoError(t, g1.Commit(ctx, 0, 0), "a partition it still owns")
+	// The next poll re-reads the assignment.
+	fill(t, admin, s, tp, 3, 3, 2)
+	next, err := g1.Poll(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, uint32(1), next.Partition)
+	_, parts = g1.Assignment()
+	require.NotContains(t, parts, uint32(1))
+}

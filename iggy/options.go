@@ -98,6 +98,18 @@ func (c *config) validate() error {
 	if c.username != "" && c.password == "" {
 		bad("username %q has no password", c.username)
 	}
+	// The server refuses credentials outside these bounds, and the wire
+	// has one length byte for each: check here rather than send a login
+	// that cannot succeed (or a cut string).
+	if n := len(c.username); c.username != "" && (n < 3 || n > 50) {
+		bad("username is %d bytes; the server accepts 3..50", n)
+	}
+	if n := len(c.password); c.password != "" && (n < 3 || n > 100) {
+		bad("password is %d bytes; the server accepts 3..100", n)
+	}
+	if n := len(c.token); n > 255 {
+		bad("personal access token is %d bytes; at most 255", n)
+	}
 	if c.heartbeat < 0 {
 		bad("heartbeat interval %s is negative", c.heartbeat)
 	}
@@ -158,12 +170,15 @@ func buildTLS(addr, caFile, domain string) (*tls.Config, error) {
 
 // WithCredentials logs in with a username and password after connecting
 // and after every reconnect. By default the client does not log in, and
-// only Ping works. The password is never logged or shown in errors.
+// only Ping works. The password is never logged or shown in errors. The
+// username must be 3..50 bytes and the password 3..100, as the server
+// requires; Dial refuses others.
 func WithCredentials(username, password string) Option {
 	return optionFunc(func(c *config) { c.username, c.password, c.token = username, password, "" })
 }
 
-// WithToken logs in with a personal access token instead of a password.
+// WithToken logs in with a personal access token (1..255 bytes) instead
+// of a password.
 func WithToken(pat string) Option {
 	return optionFunc(func(c *config) { c.token, c.username, c.password = pat, "", "" })
 }

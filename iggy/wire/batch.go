@@ -194,7 +194,17 @@ type BatchChecker struct {
 // header's length matches len(b), count > 0, reserved bytes are zero,
 // exactly count frames tile the batch, and every frame checksum and the
 // batch checksum verify.
-func (c *BatchChecker) Validate(b []byte) (BatchHeader, error) {
+func (c *BatchChecker) Validate(b []byte) (BatchHeader, error) { return c.validate(b, false) }
+
+// ValidateSend checks what Validate checks and also that every frame's
+// offset_delta is its index in the batch (0, 1, 2, ...), as a producer
+// must send it: a consumer computes each message's offset as base_offset +
+// offset_delta, so other deltas would mislabel the messages. Upstream does
+// not check the deltas; a broker that wants offsets it can trust does.
+// A wrong delta is ErrMalformed.
+func (c *BatchChecker) ValidateSend(b []byte) (BatchHeader, error) { return c.validate(b, true) }
+
+func (c *BatchChecker) validate(b []byte, deltas bool) (BatchHeader, error) {
 	h, err := DecodeBatchHeader(b)
 	if err != nil {
 		return h, err
@@ -221,6 +231,9 @@ func (c *BatchChecker) Validate(b []byte) (BatchHeader, error) {
 		}
 		if sum := FrameChecksum(frame); sum != fh.Checksum {
 			return h, fmt.Errorf("%w: message %d: frame says %d, computed %d", ErrInvalidMessageChecksum, i, fh.Checksum, sum)
+		}
+		if deltas && fh.OffsetDelta != i {
+			return h, fmt.Errorf("%w: message %d has offset_delta %d, want its index %d", ErrMalformed, i, fh.OffsetDelta, i)
 		}
 		c.sums = binary.LittleEndian.AppendUint64(c.sums, fh.Checksum)
 	}
@@ -326,7 +339,10 @@ func allZero(b []byte) bool {
 
 // AppendRecordMessages decodes every frame of one record and appends the
 // messages to msgs, with absolute offsets and timestamps. Payloads and
-// headers alias record.
+// headers alias record. The frames' offset_delta values must be strictly
+// increasing (a sliced record's first delta may be above 0); a record whose
+// deltas repeat or go backwards would give two messages one offset, and is
+// ErrMalformed.
 func AppendRecordMessages(msgs []Message, record []byte) ([]Message, error) {
 	h, err := DecodeBatchHeader(record)
 	if err != nil {
@@ -336,11 +352,17 @@ func AppendRecordMessages(msgs []Message, record []byte) ([]Message, error) {
 		return msgs, fmt.Errorf("%w: record batch_length %d, %d bytes available", ErrMalformed, h.Length, len(record))
 	}
 	rest := record[BatchHeaderSize:h.Length]
+	var prev uint32
 	for i := uint32(0); i < h.Count; i++ {
 		fh, frame, r, err := NextFrame(rest)
 		if err != nil {
 			return msgs, fmt.Errorf("record at offset %d, message %d: %w", h.BaseOffset, i, err)
 		}
+		if i > 0 && fh.OffsetDelta <= prev {
+			return msgs, fmt.Errorf("%w: record at offset %d, message %d: offset_delta %d after %d (deltas must increase)",
+				ErrMalformed, h.BaseOffset, i, fh.OffsetDelta, prev)
+		}
+		prev = fh.OffsetDelta
 		rest = r
 		p := frame[MessageHeaderSize : MessageHeaderSize+fh.PayloadLength]
 		var hd []byte

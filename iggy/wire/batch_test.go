@@ -72,6 +72,46 @@ func TestBatchValidationRejects(t *testing.T) {
 	require.ErrorIs(t, mutate(func(b []byte) []byte { return b[:100] }), ErrMalformed)
 }
 
+// zeroDeltas rewrites every frame's offset_delta to 0 and fixes the
+// checksums, as a careless producer would send it.
+func zeroDeltas(t *testing.T, b []byte) []byte {
+	t.Helper()
+	b = append([]byte(nil), b...)
+	rest := b[BatchHeaderSize:]
+	for len(rest) > 0 {
+		_, f, r, err := NextFrame(rest)
+		require.NoError(t, err)
+		binary.LittleEndian.PutUint32(f[24:], 0)
+		binary.LittleEndian.PutUint64(f[0:], FrameChecksum(f))
+		rest = r
+	}
+	sum, err := RecordChecksum(b)
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint64(b[40:], sum)
+	return b
+}
+
+func TestOffsetDeltas(t *testing.T) {
+	t.Parallel()
+	good, err := AppendBatch(nil, testMessages(3, 1))
+	require.NoError(t, err)
+	bad := zeroDeltas(t, good)
+	var c BatchChecker
+	_, err = c.Validate(bad)
+	require.NoError(t, err, "Validate checks checksums and layout only")
+	_, err = c.ValidateSend(bad)
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorContains(t, err, "offset_delta")
+	_, err = c.ValidateSend(good)
+	require.NoError(t, err)
+
+	_, err = AppendRecordMessages(nil, bad)
+	require.ErrorIs(t, err, ErrMalformed, "deltas that do not increase would give messages one offset")
+	msgs, err := AppendRecordMessages(nil, good)
+	require.NoError(t, err)
+	require.Len(t, msgs, 3)
+}
+
 func TestBatchTimestampDeltaLimit(t *testing.T) {
 	msgs := testMessages(2, 0)
 	msgs[1].OriginTimestamp = msgs[0].OriginTimestamp + 1<<33

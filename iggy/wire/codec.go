@@ -157,9 +157,14 @@ func appendBool(b []byte, v bool) []byte {
 	return append(b, 0)
 }
 
-// appendString8 appends a u8-length-prefixed string. Callers validate the
-// length (1..255 for names) before encoding; longer strings are cut at 255
-// bytes so the frame stays well-formed.
+// appendString8 appends a u8-length-prefixed string. Encoders cannot
+// return errors, so validating the length is the caller's job, before
+// encoding: names and identifiers are 1..255 bytes (Identifier.Validate,
+// the client's name checks), credentials 3..50 / 3..100 bytes and tokens
+// 1..255 (the client's config check). A caller that validates never
+// reaches the cut below; it only keeps a frame well-formed (the length
+// byte matching the bytes) when a caller forgot, at the price of sending a
+// truncated string.
 func appendString8(b []byte, s string) []byte {
 	if len(s) > 255 {
 		s = s[:255]

@@ -120,9 +120,13 @@ func FuzzBatch(f *testing.F) {
 	f.Add(good[:BatchHeaderSize])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c BatchChecker
-		if _, err := c.Validate(b); err == nil {
+		_, verr := c.Validate(b)
+		if _, err := c.ValidateSend(b); err == nil {
+			if verr != nil {
+				t.Fatalf("ValidateSend accepts a batch Validate refuses: %v", verr)
+			}
 			c.Stamp(b, 1, 2, 3)
-			if _, err := c.Validate(b); err != nil {
+			if _, err := c.ValidateSend(b); err != nil {
 				t.Fatalf("stamped batch no longer validates: %v", err)
 			}
 			msgs, err := AppendRecordMessages(nil, b)

@@ -330,11 +330,15 @@ var (
 )
 
 // ReadFrame reads one frame (header and body) from r into buf, growing it
-// as needed, and returns the frame. max bounds the size field (0 means
+// as needed, and returns the frame. limit bounds the size field (0 means
 // MaxFrameSize). The returned slice aliases buf's storage.
-func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
-	if max <= 0 {
-		max = MaxFrameSize
+//
+// The buffer grows with the bytes that actually arrive (doubling from
+// readChunk, never past the declared size), so a peer that declares a large
+// frame and sends little costs little memory.
+func ReadFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	if limit <= 0 {
+		limit = MaxFrameSize
 	}
 	if cap(buf) < HeaderSize {
 		buf = make([]byte, HeaderSize, 4096)
@@ -347,22 +351,29 @@ func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
 	switch {
 	case size < HeaderSize:
 		return nil, fmt.Errorf("%w: size field %d", ErrFrameTooSmall, size)
-	case size > max:
-		return nil, fmt.Errorf("%w: size field %d, limit %d", ErrFrameTooLarge, size, max)
+	case size > limit:
+		return nil, fmt.Errorf("%w: size field %d, limit %d", ErrFrameTooLarge, size, limit)
 	case Kind(buf) > maxFrameKind:
 		return nil, fmt.Errorf("%w: frame kind %d", ErrMalformed, Kind(buf))
 	}
-	if cap(buf) < size {
-		grown := make([]byte, size)
-		copy(grown, buf)
-		buf = grown
-	}
-	buf = buf[:size]
-	if _, err := io.ReadFull(r, buf[HeaderSize:]); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(size, max(2*cap(buf), readChunk)))
+			copy(grown, buf)
+			buf = grown
 		}
-		return nil, err
+		want := min(size, cap(buf))
+		if _, err := io.ReadFull(r, buf[len(buf):want]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		buf = buf[:want]
 	}
 	return buf, nil
 }
+
+// readChunk is the first step by which ReadFrame grows a buffer: frames
+// up to this size are read in one allocation.
+const readChunk = 1 << 20

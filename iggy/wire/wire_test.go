@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,44 @@ func TestReadFrame(t *testing.T) {
 	putU32(small[48:], 1<<30)
 	_, err = ReadFrame(bytes.NewReader(small), nil, 0)
 	require.ErrorIs(t, err, ErrFrameTooLarge)
+}
+
+// stingyReader serves data and records the largest read it was asked for.
+type stingyReader struct {
+	data    []byte
+	largest int
+}
+
+func (r *stingyReader) Read(p []byte) (int, error) {
+	r.largest = max(r.largest, len(p))
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// A peer that declares a huge frame and sends little must not make
+// ReadFrame allocate the declared size up front.
+func TestReadFrameGrowsWithTheBytesThatArrive(t *testing.T) {
+	t.Parallel()
+	h := RequestHeader{Size: MaxFrameSize, Client: U128{1, 0}, Operation: OpNonReplicated, Command: CmdPing}
+	b := make([]byte, HeaderSize)
+	h.Put(b)
+	r := &stingyReader{data: append(b, make([]byte, 1000)...)}
+	_, err := ReadFrame(r, nil, 0)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.LessOrEqual(t, r.largest, 2*readChunk, "the buffer was sized by the declared 64 MiB, not by what arrived")
+
+	// A whole large frame still reads, into a buffer of its size.
+	body := bytes.Repeat([]byte{7}, 3*readChunk+5)
+	h.Size = uint32(HeaderSize + len(body))
+	h.Put(b)
+	frame := append(append([]byte(nil), b...), body...)
+	got, err := ReadFrame(bytes.NewReader(frame), make([]byte, 0, 300), 0)
+	require.NoError(t, err)
+	require.Equal(t, frame, got)
 }
 
 func TestErrorsIs(t *testing.T) {
