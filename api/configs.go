@@ -132,6 +132,7 @@ func (s *Server) getActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 
 // setActiveConfig serves PUT /{kind}s/{key}/configs/active with
 // {"version": N}: the version the connector runs after its next restart.
+// An exec sink version is activated only when an api_key is configured.
 func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	body, err := readBody(w, r)
@@ -146,6 +147,11 @@ func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 	if err != nil {
 		return err
 	}
+	if c, err := p.Get(r.Context(), config.Kind(kind), key, version); err == nil {
+		if err := s.checkExecAllowed(kind, key, c.Path); err != nil {
+			return err
+		}
+	}
 	if err := p.SetActive(r.Context(), config.Kind(kind), key, version); err != nil {
 		return s.versionError(r.Context(), p, kind, key, version, err)
 	}
@@ -157,7 +163,8 @@ func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 // createConfig serves POST /{kind}s/{key}/configs: the body is upstream's
 // CreateSinkConfig / CreateSourceConfig (a connector configuration without
 // key and version; a key must match the path, a version is ignored). The
-// answer is the stored version, numbered one above the highest.
+// answer is the stored version, numbered one above the highest. An exec
+// sink is created only when an api_key is configured (403 otherwise).
 func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	if !config.ValidKey(key) {
@@ -171,6 +178,9 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 	c, err := config.DecodeConnectorJSON("request body", config.Kind(kind), key, body, config.WithEnv(config.MapEnv(nil)))
 	if err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: codeInvalidConfig, Reason: err.Error(), Err: err}
+	}
+	if err := s.checkExecAllowed(kind, key, c.Path); err != nil {
+		return err
 	}
 	p, err := s.provider()
 	if err != nil {

@@ -26,11 +26,34 @@
 // reason names the field), 401 without the API key, 404 for an unknown
 // connector or version, 409 when deleting the active version, 501
 // (not_supported) for DELETE /{kind}s/{key} with the HTTP provider, 500
-// otherwise.
+// otherwise; Ferry's guards below answer 403 and 415.
 //
 // Like upstream, "active" in a configuration listing and GET .../configs/active
 // mean the configuration the connector is running now; PUT .../configs/active
 // selects the version that the next restart (POST .../restart) runs.
+//
+// Guards against web pages (Ferry; upstream has none), before anything
+// else: the operator's browser must not become a way in, since the API
+// can run commands (exec sinks).
+//
+//   - Host: while the API listens on a loopback address, a request whose
+//     Host header names anything but a loopback IP, localhost or the host
+//     of [http] address is refused (403 host_not_allowed). This stops DNS
+//     rebinding, where a page's own name is made to resolve to 127.0.0.1.
+//   - Origin: a request with an Origin header that [http.cors]
+//     allowed_origins does not allow (any, when CORS is disabled), and that
+//     is not the API's own origin, is refused (403 origin_not_allowed) when
+//     its method is not GET, HEAD or OPTIONS, and whatever its method when
+//     no api_key is configured. curl and programs send no Origin.
+//   - Bodies: a request body must be Content-Type application/json (or
+//     */*+json): 415 unsupported_media_type otherwise, as upstream's JSON
+//     extractor answers. Browsers can send text/plain and form bodies
+//     without asking (no preflight), never JSON.
+//   - Exec sinks: creating (POST .../configs) or activating (PUT
+//     .../configs/active) a sink whose path is "exec" is refused (403
+//     api_key_required) unless api_key is set: an exec sink runs shell
+//     commands, so the API that creates one must not be open to anyone who
+//     reaches it. Hooks (ferry hook) therefore need a runtime with a key.
 //
 // Cross-cutting behaviour follows the [http] section: when api_key is set,
 // every request but GET / and GET /health must carry it in the api-key

@@ -255,7 +255,7 @@ func request(t testing.TB, client *http.Client, method, url, body string, h http
 	for k, vs := range h {
 		req.Header[k] = vs
 	}
-	if body != "" {
+	if body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := client.Do(req)

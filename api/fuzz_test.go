@@ -59,7 +59,8 @@ func FuzzCreateConfig(f *testing.F) {
 		f.Fatalf("pin version 0: %d %s", r.status, r.body)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest("POST", "/sinks/out/configs", strings.NewReader(string(body)))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/sinks/out/configs", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		var m map[string]any

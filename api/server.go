@@ -67,13 +67,14 @@ type Server struct {
 	handler http.Handler
 	tls     *tls.Config // nil without [http.tls]
 	probe   *probe
+	guard   *guard
 
 	idsMu sync.Mutex
 	ids   map[connector.Kind]map[string]uint32
 	next  uint32
 
 	restartMu sync.Mutex
-	restarts  map[string]*sync.Mutex // one per connector: restarts of one connector run one at a time
+	restarts  map[string]*connLock // one per connector in use: restarts and removals of one connector run one at a time
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -102,7 +103,7 @@ func New(rt Runtime, cfg config.HTTP, logger *slog.Logger, opts ...Option) (*Ser
 	}
 	s := &Server{rt: rt, cfg: cfg, log: logger.With("component", "api"), opts: o, probe: newProbe(),
 		ids:      map[connector.Kind]map[string]uint32{connector.KindSource: {}, connector.KindSink: {}},
-		restarts: map[string]*sync.Mutex{}}
+		restarts: map[string]*connLock{}}
 	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
 		return nil, fmt.Errorf("api: http.address %q: expected host:port such as \"127.0.0.1:8081\": %w", cfg.Address, err)
 	}
@@ -118,14 +119,15 @@ func New(rt Runtime, cfg config.HTTP, logger *slog.Logger, opts ...Option) (*Ser
 		return nil, err
 	}
 	var h http.Handler = s.authenticate(mux)
+	var c *cors
 	if cfg.CORS.Enabled {
-		c, err := newCORS(cfg.CORS)
-		if err != nil {
+		if c, err = newCORS(cfg.CORS); err != nil {
 			return nil, err
 		}
 		h = c.wrap(h)
 	}
-	s.handler = h
+	s.guard = newGuard(cfg.Address, c, cfg.APIKey != "")
+	s.handler = s.guard.wrap(s, h)
 	// Number the connectors the runtime has now in upstream's order:
 	// sources, then sinks, each by key.
 	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
@@ -150,8 +152,8 @@ func loadTLS(c config.HTTPTLS) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// Handler is the whole API (CORS, authentication and routes), for tests
-// and for programs that serve it themselves.
+// Handler is the whole API (request guards, CORS, authentication and
+// routes), for tests and for programs that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Start listens on [http] address (HTTPS with [http.tls]) and serves in
@@ -181,6 +183,7 @@ func (s *Server) Start(ctx context.Context) error {
 		scheme = "https"
 	}
 	s.ln = ln
+	s.guard.boundTo(ln.Addr())
 	s.srv = &http.Server{
 		Handler:           s.accessLog(s.handler),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -292,15 +295,33 @@ func (s *Server) id(kind connector.Kind, key string) uint32 {
 	return s.next
 }
 
-// lockConnector serializes restarts of one connector.
+// connLock is the lock of one connector, with the number of requests
+// holding or waiting for it.
+type connLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lockConnector serializes restarts and removals of one connector. The
+// lock exists while a request holds or waits for it, so keys requested
+// once (DELETE /sinks/<anything>) leave nothing behind.
 func (s *Server) lockConnector(kind connector.Kind, key string) func() {
+	k := string(kind) + "/" + key
 	s.restartMu.Lock()
-	m, ok := s.restarts[string(kind)+"/"+key]
+	l, ok := s.restarts[k]
 	if !ok {
-		m = &sync.Mutex{}
-		s.restarts[string(kind)+"/"+key] = m
+		l = &connLock{}
+		s.restarts[k] = l
 	}
+	l.refs++
 	s.restartMu.Unlock()
-	m.Lock()
-	return m.Unlock
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.restartMu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.restarts, k)
+		}
+		s.restartMu.Unlock()
+	}
 }

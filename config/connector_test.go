@@ -236,10 +236,11 @@ func TestConnectorEnvOverrides(t *testing.T) {
 			require.Equal(t, "12345", c.PluginConfig["password"], "an existing string stays a string")
 			require.Equal(t, int64(250), c.PluginConfig["batch_size"])
 			require.Equal(t, "require", c.PluginConfig["ssl_mode"])
-			require.Equal(t, int64(8), c.PluginConfig["pool"])
-			require.Equal(t, false, c.PluginConfig["verify"])
-			require.Equal(t, 0.5, c.PluginConfig["ratio"])
-			require.Equal(t, []any{"a", "b"}, c.PluginConfig["hosts"])
+			// New fields keep the variable's text beside the inferred value.
+			require.Equal(t, EnvValue{Raw: "8", Inferred: int64(8)}, c.PluginConfig["pool"])
+			require.Equal(t, EnvValue{Raw: "false", Inferred: false}, c.PluginConfig["verify"])
+			require.Equal(t, EnvValue{Raw: "0.5", Inferred: 0.5}, c.PluginConfig["ratio"])
+			require.Equal(t, EnvValue{Raw: `["a", "b"]`, Inferred: []any{"a", "b"}}, c.PluginConfig["hosts"])
 			require.Equal(t, "iggy_messages", c.PluginConfig["target_table"], "untouched")
 		}},
 	} {

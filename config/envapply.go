@@ -248,7 +248,9 @@ const pluginConfigSegment = "PLUGIN_CONFIG_"
 // keeps its type (a string stays a string, an integer must parse as one);
 // a new field's type is inferred as upstream infers it: true/false, an
 // integer, a float, a [list], or else a string. FIELD is matched to an
-// existing field case-insensitively and is lower-cased otherwise.
+// existing field case-insensitively and is lower-cased otherwise. An
+// inferred value that is not a string is kept as an EnvValue with the
+// variable's text, for connectors whose field is a string.
 // <prefix>PLUGIN_CONFIG_FORMAT is the plugin_config_format key, not a field.
 func (o *overrides) pluginConfig(prefixes []string, p path, pc map[string]any) map[string]any {
 	apply := func(name, field, val string) {
@@ -271,7 +273,7 @@ func (o *overrides) pluginConfig(prefixes []string, p path, pc map[string]any) m
 		if exists {
 			nv, err = typedLike(old, val, secret)
 		} else {
-			nv = inferValue(val)
+			nv = envValue(val)
 		}
 		if err != nil {
 			o.errs = append(o.errs, &FieldError{Var: name, Key: fp.String(), Msg: err.Error()})
@@ -336,23 +338,24 @@ func typedLike(old any, s string, secret bool) (any, error) {
 		items := splitList(s)
 		out := make([]any, len(items))
 		for i, it := range items {
-			out[i] = inferValue(it)
+			out[i] = envValue(it)
 		}
 		return out, nil
 	case map[string]any:
 		return nil, fmt.Errorf("the value in the file is a table, which a variable cannot set; set its fields in the file")
 	}
-	return inferValue(s), nil
+	return envValue(s), nil
 }
 
-// inferValue types an untyped value as upstream does.
+// inferValue types an untyped value as upstream does. The items of a list
+// that are not strings are EnvValues, so that each keeps its text.
 func inferValue(s string) any {
 	t := strings.TrimSpace(s)
 	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
 		items := splitList(t)
 		out := make([]any, len(items))
 		for i, it := range items {
-			out[i] = inferValue(it)
+			out[i] = envValue(it)
 		}
 		return out
 	}

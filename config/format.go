@@ -255,7 +255,8 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// jsonSafe converts TOML datetimes to RFC 3339 strings.
+// jsonSafe converts TOML datetimes to RFC 3339 strings, and EnvValues to
+// their inferred values.
 func jsonSafe(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -272,6 +273,8 @@ func jsonSafe(v any) any {
 		return out
 	case time.Time:
 		return x.Format(time.RFC3339Nano)
+	case EnvValue:
+		return jsonSafe(x.Inferred)
 	}
 	return v
 }

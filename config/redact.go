@@ -97,6 +97,8 @@ func redactPlain(v any, secret bool) any {
 			return Redacted
 		}
 		return redactString(x)
+	case EnvValue:
+		return redactPlain(x.Inferred, secret)
 	case nil:
 		return nil
 	}

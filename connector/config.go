@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -44,8 +45,17 @@ type PluginConfig struct {
 // is strict: a key v does not declare, or a value of the wrong type, is an
 // error naming the source and the key. Use Duration for durations written
 // as "5s" or "1h 30m".
+//
+// A value an environment variable set, whose type the configuration
+// loader inferred (config.EnvValue: a value with an EnvText method),
+// fills a string field with the variable's exact text ("0042", "true")
+// and any other field with the inferred value (42, true).
 func (p PluginConfig) Decode(v any) error {
-	raw, err := json.Marshal(p.Values)
+	var values any = p.Values
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer {
+		values = resolveEnv(p.Values, t.Elem())
+	}
+	raw, err := json.Marshal(values)
 	if err != nil {
 		return p.errorf("", "cannot be read: %v", err)
 	}
@@ -63,6 +73,83 @@ func (p PluginConfig) Decode(v any) error {
 		return p.errorf("", "%v", err)
 	}
 	return nil
+}
+
+// envText is a value set by an environment variable: its text, and the
+// value inferred from it (config.EnvValue).
+type envText interface {
+	EnvText() (raw string, inferred any)
+}
+
+// resolveEnv replaces the envText values in v, which Decode will decode
+// into type t (nil when unknown): by the text for a string field, by the
+// inferred value otherwise.
+func resolveEnv(v any, t reflect.Type) any {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if e, ok := v.(envText); ok {
+		raw, inferred := e.EnvText()
+		if t != nil && t.Kind() == reflect.String {
+			return raw
+		}
+		return resolveEnv(inferred, t)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = resolveEnv(e, memberType(t, k))
+		}
+		return out
+	case []any:
+		var et reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			et = t.Elem()
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = resolveEnv(e, et)
+		}
+		return out
+	}
+	return v
+}
+
+// memberType is the type encoding/json decodes the member key of an
+// object into, for a struct (by json name, exactly, else ignoring case,
+// as encoding/json matches) or a map; nil when unknown.
+func memberType(t reflect.Type, key string) reflect.Type {
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	var folded reflect.Type
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous && f.Tag.Get("json") == "" || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f.Type
+		}
+		if folded == nil && strings.EqualFold(name, key) {
+			folded = f.Type
+		}
+	}
+	return folded
 }
 
 func (p PluginConfig) errorf(key, format string, args ...any) error {

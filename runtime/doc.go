@@ -13,8 +13,10 @@
 // is stored only after Consume succeeds. A failing batch is retried with
 // capped exponential backoff up to max_retries (messages whose error is
 // connector.Permanent, or that do not decode, are not retried). Then, if
-// not one message of the batch could be written, the sink itself is
-// failing: it restarts with backoff and the batch is read again. Otherwise,
+// not one message of the batch could be written and the sink's errors were
+// about whole calls (not a connector.MessageErrors naming messages), the
+// sink itself is failing: it restarts with backoff and the batch is read
+// again. Otherwise,
 // by the stream's on_error policy, the messages that still fail go to a
 // dead-letter topic (with headers naming their stream, topic, partition,
 // offset and the error) and the rest flows on, or the connector stops with

@@ -304,12 +304,15 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 // on the whole error) are not retried. When a whole-batch error persists,
 // each remaining message is tried on its own once, so one poison message
 // does not take its neighbours down with it. It returns the messages that
-// still fail; or, when not one message of the batch could be written and
-// no failure is permanent, a non-nil down error: the sink itself is failing.
+// still fail; or, when not one message of the batch could be written, no
+// failure is permanent and the sink never judged a message on its own (no
+// MessageErrors: every error was about the whole call), a non-nil down
+// error: the sink itself is failing, not these messages.
 func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) (unwritten []failure, down error) {
 	m := mem.r.m
 	pending := batch.Messages
 	written := 0
+	perMessage := false // the sink reported failures per message
 	var errs []error
 	var failed []failure // permanent failures, settled
 	backoff := mem.cs.RetryBackoff
@@ -330,6 +333,7 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) (unwri
 		permanent := connector.IsPermanent(err)
 		var per connector.MessageErrors
 		if errors.As(err, &per) && len(per) > 0 {
+			perMessage = true
 			var next []connector.Message
 			var nextErrs []error
 			for i, msg := range pending {
@@ -380,11 +384,13 @@ func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) (unwri
 				written++
 				continue
 			}
+			var per connector.MessageErrors
+			perMessage = perMessage || errors.As(err, &per)
 			errs[i] = err
 		}
 		failed = append(failed, failure{msg, errs[i]})
 	}
-	if written == 0 && len(failed) == len(batch.Messages) && !slices.ContainsFunc(failed, failure.permanent) {
+	if written == 0 && !perMessage && len(failed) == len(batch.Messages) && !slices.ContainsFunc(failed, failure.permanent) {
 		return nil, fmt.Errorf("every message of the batch failed after %d retries: %w", mem.cs.MaxRetries, failed[0].err)
 	}
 	return failed, nil

@@ -55,7 +55,12 @@ spliced into the shell text; the payload is also on standard input. A failing
 command is retried (--max-retries), then sent to the dead-letter topic
 <stream>/hook-NAME_dead_letter (or, with --on-error stop, stops the hook).
 A new hook starts at the first message the topic holds (a hook created again
-under the same name goes on where its consumer group hook-NAME stopped).`,
+under the same name goes on where its consumer group hook-NAME stopped).
+
+The runtime creates hooks only when it has an API key ([http] api_key, or
+IGGY_CONNECTORS_HTTP_API_KEY), since a hook runs commands; pass the same key
+with --api-key or $FERRY_API_KEY. Commands do not see the runtime's Ferry
+and Iggy secrets (IGGY_CONNECTORS_*, IGGY_PASSWORD, IGGY_TOKEN, FERRY_*).`,
 	}
 	f.register(cmd)
 	cmd.AddCommand(newHookCreateCmd(f), newHookListCmd(f), newHookGetCmd(f), newHookDeleteCmd(f))

@@ -28,6 +28,13 @@ type liveRuntime struct {
 
 func startLiveRuntime(t *testing.T, dir string) *liveRuntime {
 	t.Helper()
+	return startLiveRuntimeKey(t, dir, testAPIKey)
+}
+
+// startLiveRuntimeKey is startLiveRuntime with the API key apiKey ("" for
+// none).
+func startLiveRuntimeKey(t *testing.T, dir, apiKey string) *liveRuntime {
+	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(`
 [iggy]
@@ -48,7 +55,7 @@ enabled = false
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, rt.Start(ctx))
-	srv, err := api.New(rt, config.HTTP{Address: "127.0.0.1:0", APIKey: testAPIKey}, nil)
+	srv, err := api.New(rt, config.HTTP{Address: "127.0.0.1:0", APIKey: apiKey}, nil)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(ctx))
 	l := &liveRuntime{rt: rt, srv: srv, url: "http://" + srv.Addr()}
@@ -219,6 +226,30 @@ func TestHookCommandsOnARunningRuntime(t *testing.T) {
 
 	require.Contains(t, mustHook("delete", "second", "--json"), `"ok": true`)
 	require.Contains(t, mustHook("list"), "no hooks")
+}
+
+// TestHookNeedsAnAPIKey: a runtime without an API key refuses to create a
+// hook (an exec sink runs commands), and the CLI says how to give it one;
+// nothing is left behind.
+func TestHookNeedsAnAPIKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	live := startLiveRuntimeKey(t, dir, "")
+	mark := filepath.Join(dir, "ran")
+	_, err := ferry(t, "", "hook", "create", "h", "t", "touch "+mark, "--api", live.url)
+	require.Error(t, err)
+	require.Equal(t, 1, exitCode(err))
+	for _, want := range []string{"has no API key", "IGGY_CONNECTORS_HTTP_API_KEY", "--api-key", "$FERRY_API_KEY"} {
+		require.ErrorContains(t, err, want)
+	}
+	require.NotContains(t, err.Error(), "\n")
+	files, err := filepath.Glob(filepath.Join(dir, "connectors", "*hook-h*"))
+	require.NoError(t, err)
+	require.Empty(t, files)
+	out, err := ferry(t, "", "hook", "list", "--api", live.url)
+	require.NoError(t, err, "reading works without a key")
+	require.Contains(t, out, "no hooks")
+	require.NoFileExists(t, mark)
 }
 
 func TestHookNeedsARuntime(t *testing.T) {

@@ -52,6 +52,10 @@ func (f *apiFlags) client() (*apiClient, error) {
 	return &apiClient{url: u, key: orEnv(f.key, "FERRY_API_KEY", ""), http: &http.Client{Timeout: 90 * time.Second}}, nil
 }
 
+// codeAPIKeyRequired is the API's answer to creating an exec sink (a hook)
+// on a runtime without an API key.
+const codeAPIKeyRequired = "api_key_required"
+
 // apiError is an error answer of the API: upstream's {"code", "reason"}.
 type apiError struct {
 	Status int
@@ -99,9 +103,14 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 	if res.StatusCode/100 != 2 {
 		e := &apiError{Status: res.StatusCode}
 		_ = json.Unmarshal(data, e)
-		if res.StatusCode == http.StatusUnauthorized {
+		switch {
+		case res.StatusCode == http.StatusUnauthorized:
 			e.Reason = strings.TrimSpace("the runtime API refused the request: " + e.Reason +
 				" (pass its key with --api-key or $FERRY_API_KEY)")
+		case res.StatusCode == http.StatusForbidden && e.Code == codeAPIKeyRequired:
+			e.Reason = "the runtime at " + c.url + " has no API key, and it creates hooks (exec sinks, which run commands) only with one: " +
+				"start it with [http] api_key set (for example IGGY_CONNECTORS_HTTP_API_KEY=<key> ferry run ...) " +
+				"and pass the same key with --api-key or $FERRY_API_KEY"
 		}
 		return e
 	}

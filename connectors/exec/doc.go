@@ -10,6 +10,7 @@
 //	shell = "/bin/sh"        # run as: <shell> -c <command>; default /bin/sh
 //	working_dir = "/srv/app" # default: the runtime's working directory
 //	env = { APP_ENV = "production" }   # added to the runtime's environment
+//	pass_env = ["IGGY_CONNECTORS_SINK_APP_*"] # withheld variables to pass anyway (see below)
 //	timeout = "1m"           # per run; the whole process group is killed; "0s" or 0 = none; default 1m
 //	concurrency = 1          # commands running at once in this sink; default 1
 //	ordering = "partition"   # or "none"; default "partition"
@@ -66,10 +67,17 @@
 //
 // The command runs as `<shell> -c <rewritten command>` in its own process
 // group, with the runtime's environment, then env, then the FERRY_*
-// variables (env cannot set those). The payload is also written to
-// standard input. FERRY_OFFSET, FERRY_PARTITION and FERRY_TIMESTAMP
-// (when the broker stored the message, in microseconds since the Unix
-// epoch) are decimal numbers; FERRY_ID is the message id as a UUID. An
+// variables (env cannot set those). The runtime's environment holds its
+// secrets, and the command does not get them: IGGY_CONNECTORS_* (the
+// runtime's settings, connector credentials, the API key), IGGY_PASSWORD,
+// IGGY_TOKEN, IGGY_ROOT_PASSWORD and FERRY_* (FERRY_API_KEY, ...) are
+// withheld. pass_env passes some of them on purpose: each entry is a
+// variable name, or a prefix ending in "*"; ["*"] passes the whole
+// environment. Variables set in env always reach the command.
+//
+// The payload is also written to standard input. FERRY_OFFSET,
+// FERRY_PARTITION and FERRY_TIMESTAMP (when the broker stored the
+// message, in microseconds since the Unix epoch) are decimal numbers; FERRY_ID is the message id as a UUID. An
 // environment variable cannot hold a NUL byte, and Linux limits one to
 // 128 KiB: a payload with a NUL or longer than 128 KiB - 64 bytes leaves
 // FERRY_PAYLOAD unset, and a command that uses {payload} fails for that

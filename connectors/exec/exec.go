@@ -46,6 +46,7 @@ type Config struct {
 	Shell       string              `json:"shell"`
 	WorkingDir  string              `json:"working_dir"`
 	Env         map[string]string   `json:"env"`
+	PassEnv     []string            `json:"pass_env"`
 	Timeout     *connector.Duration `json:"timeout"`
 	Concurrency int                 `json:"concurrency"`
 	Ordering    string              `json:"ordering"`
@@ -58,7 +59,7 @@ type Sink struct {
 	script   string          // the rewritten command
 	uses     map[string]bool // placeholders the command uses
 	dir      string
-	environ  []string // the runtime's environment and env, without FERRY_*
+	environ  []string // the runtime's environment without its secrets (see commandEnv), then env
 	timeout  time.Duration
 	ordered  bool
 	limit    int
@@ -124,7 +125,12 @@ func newSink(cfg connector.Config) (*Sink, error) {
 	if strings.IndexByte(s.shell, 0) >= 0 || strings.IndexByte(s.dir, 0) >= 0 {
 		return nil, fmt.Errorf("%s: shell and working_dir must not contain NUL bytes", where(p, ""))
 	}
-	s.environ = os.Environ()
+	for i, name := range c.PassEnv {
+		if err := checkPassEnv(name); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", where(p, fmt.Sprintf("pass_env[%d]", i)), name, err)
+		}
+	}
+	s.environ = commandEnv(os.Environ(), c.PassEnv)
 	for k, v := range c.Env {
 		if err := checkEnvName(k); err != nil {
 			return nil, fmt.Errorf("%s: %w", where(p, "env."+k), err)
@@ -157,6 +163,57 @@ func where(p connector.PluginConfig, key string) string {
 		w = p.Source + ": " + w
 	}
 	return w
+}
+
+// withheld reports whether a variable of the runtime's environment is one
+// of Ferry's or Iggy's secrets (or Ferry's own settings), which commands
+// do not get unless pass_env names them: IGGY_CONNECTORS_* (the runtime's
+// configuration, with connector credentials and the API key),
+// IGGY_PASSWORD, IGGY_TOKEN, IGGY_ROOT_PASSWORD and FERRY_* (FERRY_API_KEY,
+// and the names the placeholders use).
+func withheld(name string) bool {
+	switch name {
+	case "IGGY_PASSWORD", "IGGY_TOKEN", "IGGY_ROOT_PASSWORD":
+		return true
+	}
+	return strings.HasPrefix(name, "IGGY_CONNECTORS_") || strings.HasPrefix(name, "FERRY_")
+}
+
+// commandEnv is the part of environ ("NAME=value" entries) a command
+// gets: all of it but the withheld variables, except those pass names,
+// exactly or by a prefix ending in "*" ("*" alone passes everything).
+func commandEnv(environ, pass []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if withheld(name) && !passes(pass, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func passes(pass []string, name string) bool {
+	for _, p := range pass {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPassEnv checks one pass_env entry: a variable name, or a prefix
+// followed by "*".
+func checkPassEnv(p string) error {
+	name := strings.TrimSuffix(p, "*")
+	if p == "*" {
+		return nil
+	}
+	if name == "" || strings.ContainsAny(name, "=*\x00") {
+		return errors.New(`want a variable name such as "DATABASE_URL", or a prefix ending in "*" such as "IGGY_CONNECTORS_SINK_X_*"`)
+	}
+	return nil
 }
 
 func checkEnvName(k string) error {

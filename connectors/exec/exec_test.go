@@ -359,3 +359,55 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSecretsStayWithTheRuntime: the runtime's Ferry and Iggy secrets do
+// not reach commands unless pass_env names them. Not parallel: it sets
+// the process environment.
+func TestSecretsStayWithTheRuntime(t *testing.T) {
+	secrets := map[string]string{
+		"IGGY_CONNECTORS_SINK_X_PLUGIN_CONFIG_PASSWORD": "conn-secret-1",
+		"IGGY_CONNECTORS_HTTP_API_KEY":                  "api-secret-2",
+		"IGGY_PASSWORD":                                 "iggy-secret-3",
+		"IGGY_TOKEN":                                    "token-secret-4",
+		"IGGY_ROOT_PASSWORD":                            "root-secret-5",
+		"FERRY_API_KEY":                                 "ferry-secret-6",
+		"FERRY_ANYTHING":                                "ferry-secret-7",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("APP_SETTING", "visible-8")
+	dir := t.TempDir()
+	s := newSink(t, dir, map[string]any{"command": `env > env.out`, "env": map[string]any{"FROM_CONFIG": "visible-9"}}, nil)
+	require.NoError(t, consume(t, s, batch(0, "x")))
+	got := read(t, filepath.Join(dir, "env.out"))
+	for k, v := range secrets {
+		require.NotContains(t, got, v, "%s reached the command", k)
+	}
+	require.Contains(t, got, "APP_SETTING=visible-8\n", "the rest of the environment is passed")
+	require.Contains(t, got, "FROM_CONFIG=visible-9\n")
+	require.Contains(t, got, "FERRY_PAYLOAD=x\n", "the placeholders' variables are set")
+
+	// pass_env: by name and by prefix.
+	s = newSink(t, dir, map[string]any{"command": `env > env2.out`,
+		"pass_env": []any{"IGGY_TOKEN", "IGGY_CONNECTORS_SINK_X_*"}}, nil)
+	require.NoError(t, consume(t, s, batch(0, "x")))
+	got = read(t, filepath.Join(dir, "env2.out"))
+	require.Contains(t, got, "IGGY_TOKEN=token-secret-4\n")
+	require.Contains(t, got, "IGGY_CONNECTORS_SINK_X_PLUGIN_CONFIG_PASSWORD=conn-secret-1\n")
+	for _, k := range []string{"IGGY_CONNECTORS_HTTP_API_KEY", "IGGY_PASSWORD", "IGGY_ROOT_PASSWORD", "FERRY_API_KEY"} {
+		require.NotContains(t, got, secrets[k], "%s was not asked for", k)
+	}
+	s = newSink(t, dir, map[string]any{"command": `env > env3.out`, "pass_env": []any{"*"}}, nil)
+	require.NoError(t, consume(t, s, batch(0, "x")))
+	got = read(t, filepath.Join(dir, "env3.out"))
+	for _, v := range secrets {
+		require.Contains(t, got, v, `["*"] passes everything`)
+	}
+
+	for i, bad := range []any{"", "A=B", "*X", "A\x00", "A**"} {
+		_, err := exec.New(connector.Config{Key: "k", Plugin: connector.PluginConfig{Source: "t.toml",
+			Values: map[string]any{"command": "true", "pass_env": []any{"OK", bad}}}})
+		require.ErrorContains(t, err, "t.toml: plugin_config.pass_env[1]", "case %d %q", i, bad)
+	}
+}

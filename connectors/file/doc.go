@@ -13,17 +13,37 @@
 //	start_at = "beginning"     # or "end": on the very first run, skip what files hold already
 //	batch_size = 1000          # messages per batch
 //	max_batch_bytes = "8MiB"   # payload bytes per batch
-//	max_message_bytes = "10MiB" # longer lines (or larger whole files) are skipped with a warning
+//	max_message_bytes = "10MiB" # longer lines (or larger whole files) are invalid, see on_invalid
 //	path_header = ""           # a user header to carry each message's file path, e.g. "file_path"
+//	on_invalid = "skip"        # skip | stop | raw: what to do with invalid input
 //
 // Formats: ndjson sends each line (spaces trimmed) as a JSON message; blank
-// lines are passed over and a line that is not valid JSON is skipped with
-// a warning naming the file and offset. lines sends each non-empty line
+// lines are passed over and a line that is not valid JSON is invalid.
+// lines sends each non-empty line
 // as it is (a "\r" before the "\n" is dropped; empty lines are passed
 // over, as Iggy refuses empty payloads). whole_file sends each file as
 // one message once it stops changing (its size and modification time are
 // the same at two checks in a row), and again, whole, each time it changes
 // later.
+//
+// Invalid input is a line that is not valid JSON (ndjson), a line longer
+// than max_message_bytes, or a whole file larger than it. on_invalid says
+// what happens to it:
+//
+//   - "skip" (the default): it is passed over, with a warning naming the
+//     file, the offset, the reason and skipped_total, the number skipped
+//     so far by this source.
+//   - "stop": nothing after it is read. The lines before it are sent,
+//     then Poll fails with an error naming the file and offset, so the
+//     connector shows status Error and the runtime retries with backoff;
+//     the saved state stays before the line, so once the file is fixed (or
+//     on_invalid changed) reading goes on from there, skipping nothing.
+//   - "raw": a line that is not valid JSON is sent as it is, with the user
+//     header ferry.invalid = "json", in the JSON batch: a stream whose
+//     schema is json, text or raw passes it through, while JSON transforms
+//     or a conversion to Avro, Protobuf or FlatBuffers fail on it (use
+//     skip or stop there). What is longer than max_message_bytes cannot
+//     be sent and is skipped as with "skip".
 //
 // A line is sent only once its "\n" is there: a partial last line waits
 // for the rest. A file that is read once (follow = false), or that no glob
@@ -87,13 +107,21 @@
 // at-least-once: a crash after the fsync and before the offset commit
 // writes that batch again.
 //
-// Rotation: before a record would take the file past rotate_size, or
-// when rotate_interval has passed since the sink opened or created the
-// file, the file is fsynced and renamed to <name>.<UTC time
-// YYYYMMDDTHHMMSSZ>.<ext> (a counter "_001", "_002"... is added when that
-// name is taken, so names sort in rotation order), the directory is fsynced, and a new file takes the template's
-// name. Rotated files are complete and never written again. Rotation by
-// time happens when the next record for the file arrives.
+// Rotation happens between batches only, before a batch writes its first
+// record to a file: when that record would take the file past
+// rotate_size, or when rotate_interval has passed since the sink opened
+// or created the file. The file is fsynced and renamed to <name>.<UTC
+// time YYYYMMDDTHHMMSSZ>.<ext> (a counter "_001", "_002"... is added when
+// that name is taken, so names sort in rotation order), the directory is
+// fsynced, and a new file takes the template's name. A batch is never
+// split across files, so a file can pass rotate_size by up to one batch;
+// in exchange a rotated file holds committed batches only, and a batch
+// that fails is cut out of the one file it was written to, so its retry
+// duplicates nothing. Rotated files are complete and never written again.
+// Rotation by time happens when the next batch for the file arrives. When
+// a failed batch cannot be cut back (the truncate fails), the file is
+// closed without flushing and cut back to the batch's start when it is
+// reopened.
 //
 // One Consume runs at a time per sink (a sink reading several topics
 // writes one batch after the other).

@@ -137,9 +137,15 @@ func (s *Sink) repair(of *outFile) error {
 			return fmt.Errorf("read %s: %w", of.path, err)
 		}
 	}
-	if keep < size {
+	if want, ok := s.cutTo[of.path]; ok && want < keep {
+		// A failed batch's records, written but not committed.
+		s.log.Warn("file sink: removed the records of a failed batch (it is delivered again)", "path", of.path, "bytes", keep-want)
+		keep = want
+	} else if keep < size {
 		s.log.Warn("file sink: removed an incomplete record left by a crash (its batch is delivered again)",
 			"path", of.path, "bytes", size-keep)
+	}
+	if keep < size {
 		if err := of.f.Truncate(keep); err != nil {
 			return fmt.Errorf("truncate %s: %w", of.path, err)
 		}
@@ -148,6 +154,7 @@ func (s *Sink) repair(of *outFile) error {
 		}
 	}
 	of.size = keep
+	delete(s.cutTo, of.path)
 	return nil
 }
 
@@ -186,6 +193,20 @@ func (of *outFile) truncate(size int64) error {
 	}
 	of.size = size
 	return of.f.Sync()
+}
+
+// abandon closes the file without flushing: what is buffered belongs to
+// a batch that was not committed.
+func (of *outFile) abandon() {
+	if of.f != nil {
+		of.w.Reset(of.f)
+		_ = of.f.Close()
+		of.f = nil
+	}
+	if of.side != nil {
+		_ = of.side.Close()
+		of.side = nil
+	}
 }
 
 func (of *outFile) close() error {

@@ -35,8 +35,12 @@ type Sink struct {
 	log         *slog.Logger
 	now         func() time.Time // tests replace it
 
-	mu      sync.Mutex // one Consume at a time (a sink may read several topics)
-	files   map[string]*outFile
+	mu    sync.Mutex // one Consume at a time (a sink may read several topics)
+	files map[string]*outFile
+	// cutTo holds, for files a failed batch could not be cut back in
+	// (closed without flushing), the size to cut them to when reopened:
+	// their tail is written but not committed.
+	cutTo   map[string]int64
 	tick    uint64 // Consume count, for least-recently-used closing
 	scratch bytes.Buffer
 	closed  bool
@@ -61,7 +65,7 @@ func newSink(cfg connector.Config) (*Sink, error) {
 		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
 	}
 	s := &Sink{tmpl: tmpl, format: FormatNDJSON, maxOpen: DefaultMaxOpenFiles, now: time.Now,
-		files: map[string]*outFile{}, log: cfg.Logger}
+		files: map[string]*outFile{}, cutTo: map[string]int64{}, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -96,8 +100,11 @@ func (s *Sink) Open(context.Context) error { return nil }
 // Consume appends the batch to its files, then flushes and fsyncs each
 // file it wrote, so a nil return means the records are on disk. On a
 // write error the files are cut back to where they were, so the retry
-// does not duplicate records. Payloads the format cannot hold are
-// returned as permanent per-message errors (dead-letter them).
+// does not duplicate records. Files are rotated only between batches,
+// before the batch writes its first record to them: a rotated file holds
+// committed batches only, which a failed batch never has to undo.
+// Payloads the format cannot hold are returned as permanent per-message
+// errors (dead-letter them).
 func (s *Sink) Consume(_ context.Context, b *connector.SinkBatch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,14 +138,14 @@ func (s *Sink) Consume(_ context.Context, b *connector.SinkBatch) error {
 			return s.rollback(touched, err)
 		}
 		if _, ok := touched[of]; !ok {
+			if s.dueForRotation(of, len(rec)) {
+				if err := s.rotate(of); err != nil {
+					s.drop(of, -1) // reopened (and repaired) on the next write
+					return s.rollback(touched, err)
+				}
+			}
 			touched[of] = of.size
 			order = append(order, of)
-		}
-		if s.dueForRotation(of, len(rec)) {
-			if err := s.rotate(of); err != nil {
-				return s.rollback(touched, err)
-			}
-			touched[of] = 0 // what came before is complete and renamed
 		}
 		if err := of.write(rec); err != nil {
 			return s.rollback(touched, err)
@@ -198,17 +205,30 @@ func (s *Sink) dueForRotation(of *outFile, next int) bool {
 }
 
 // rollback cuts every file this batch touched back to its size before
-// the batch and returns err (the runtime retries the batch).
+// the batch and returns err (the runtime retries the batch). A file that
+// cannot be cut back is closed without flushing and cut back when it is
+// reopened.
 func (s *Sink) rollback(touched map[*outFile]int64, err error) error {
 	for of, size := range touched {
 		if rerr := of.truncate(size); rerr != nil {
-			s.log.Error("file sink: cannot undo a failed batch; the file is reopened and repaired on the next write",
-				"path", of.path, "error", rerr)
-			of.close()
-			delete(s.files, of.path)
+			s.log.Error("file sink: cannot undo a failed batch; the file is reopened and cut back on the next write",
+				"path", of.path, "size", size, "error", rerr)
+			s.drop(of, size)
 		}
 	}
 	return fmt.Errorf("file sink: %w", err)
+}
+
+// drop closes a file without flushing what it buffered and forgets it;
+// committed >= 0 is the size to cut it back to when it is reopened.
+func (s *Sink) drop(of *outFile, committed int64) {
+	of.abandon()
+	if s.files[of.path] == of {
+		delete(s.files, of.path)
+	}
+	if committed >= 0 {
+		s.cutTo[of.path] = committed
+	}
 }
 
 // Close closes the files (their data is already fsynced). It is

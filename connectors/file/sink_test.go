@@ -133,15 +133,100 @@ func TestSinkRotatesBySize(t *testing.T) {
 	dir := t.TempDir()
 	s, c := newTestSink(t, map[string]any{"path": filepath.Join(dir, "p{partition}.ndjson"), "rotate_size": int64(10)})
 	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"aa"`, `"bb"`, `"cc"`)))
+	require.Equal(t, []string{"p1.ndjson"}, listDir(t, dir), "a batch is never split across files: it may pass rotate_size")
 	c.advance(time.Second)
 	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"ddddddddddddd"`, `"e"`)))
-	require.Equal(t, []string{"p1.20250601T100000Z.ndjson", "p1.20250601T100001Z.ndjson", "p1.20250601T100001Z_001.ndjson",
-		"p1.ndjson"}, listDir(t, dir), "rotated names sort in rotation order")
-	require.Equal(t, "\"aa\"\n\"bb\"\n", readFile(t, filepath.Join(dir, "p1.20250601T100000Z.ndjson")), "10 bytes: full")
-	require.Equal(t, "\"cc\"\n", readFile(t, filepath.Join(dir, "p1.20250601T100001Z.ndjson")))
-	require.Equal(t, "\"ddddddddddddd\"\n", readFile(t, filepath.Join(dir, "p1.20250601T100001Z_001.ndjson")),
-		"a record larger than rotate_size gets a file of its own")
-	require.Equal(t, "\"e\"\n", readFile(t, filepath.Join(dir, "p1.ndjson")))
+	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"f"`)))
+	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"g"`)))
+	require.Equal(t, []string{"p1.20250601T100001Z.ndjson", "p1.20250601T100001Z_001.ndjson", "p1.ndjson"},
+		listDir(t, dir), "rotated names sort in rotation order")
+	require.Equal(t, "\"aa\"\n\"bb\"\n\"cc\"\n", readFile(t, filepath.Join(dir, "p1.20250601T100001Z.ndjson")))
+	require.Equal(t, "\"ddddddddddddd\"\n\"e\"\n", readFile(t, filepath.Join(dir, "p1.20250601T100001Z_001.ndjson")))
+	require.Equal(t, "\"f\"\n\"g\"\n", readFile(t, filepath.Join(dir, "p1.ndjson")), "8 bytes: room for another batch")
+}
+
+// allRecords reads every file under dir, rotated ones included.
+func allRecords(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		out = append(out, strings.Fields(readFile(t, path))...)
+		return nil
+	}))
+	sort.Strings(out)
+	return out
+}
+
+// TestSinkRotationAndAFailedBatch is the reviewer's case: a batch that
+// fills its file, then fails on another file, is retried; no record may
+// end up twice (rotation in the middle of the batch used to commit and
+// rename part of it).
+func TestSinkRotationAndAFailedBatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, _ := newTestSink(t, map[string]any{"path": filepath.Join(dir, "{date}", "out.ndjson"), "rotate_size": int64(10)})
+	day1, day2 := time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC), time.Date(2025, 6, 2, 8, 0, 0, 0, time.UTC)
+	b := func(recs ...any) *connector.SinkBatch {
+		out := &connector.SinkBatch{Stream: "s", Topic: "t", Partition: 1, Schema: connector.SchemaJSON}
+		for i := 0; i < len(recs); i += 2 {
+			out.Messages = append(out.Messages, connector.Message{Payload: []byte(recs[i].(string)), Timestamp: recs[i+1].(time.Time)})
+		}
+		return out
+	}
+	require.NoError(t, s.Consume(context.Background(), b(`"aa"`, day1)))
+	// day 2's directory cannot be made: the batch fails after "bb" and
+	// "cc" took day 1's file past rotate_size.
+	blocker := filepath.Join(dir, "2025-06-02")
+	write(t, blocker, "not a directory")
+	batch := b(`"bb"`, day1, `"cc"`, day1, `"x"`, day2)
+	require.Error(t, s.Consume(context.Background(), batch))
+	require.Equal(t, []string{`"aa"`}, allRecords(t, filepath.Join(dir, "2025-06-01")), "the failed batch left nothing")
+	require.NoError(t, os.Remove(blocker))
+	require.NoError(t, s.Consume(context.Background(), batch))
+	require.NoError(t, os.Remove(filepath.Join(dir, "2025-06-02", "out.ndjson")))
+	require.Equal(t, []string{`"aa"`, `"bb"`, `"cc"`}, allRecords(t, dir), "each record once")
+	// The next batch for day 1 rotates first.
+	require.NoError(t, s.Consume(context.Background(), b(`"dd"`, day1)))
+	require.Len(t, listDir(t, filepath.Join(dir, "2025-06-01")), 2)
+	require.Equal(t, "\"dd\"\n", readFile(t, filepath.Join(dir, "2025-06-01", "out.ndjson")))
+}
+
+// TestSinkUndoesAFailedBatchOnReopen: when a failed batch cannot be cut
+// back (truncate fails), its records already written are not flushed on
+// close, and the file is cut back when it is reopened, so the retry does
+// not duplicate them.
+func TestSinkUndoesAFailedBatchOnReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.ndjson")
+	s, _ := newTestSink(t, map[string]any{"path": path})
+	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"a"`)))
+	of := s.files[path]
+	committed := of.size
+	// A batch in progress: one record reached the disk (a full buffer is
+	// written out), one is still buffered.
+	require.NoError(t, of.write([]byte("\"b\"\n")))
+	require.NoError(t, of.w.Flush())
+	require.NoError(t, of.write([]byte("\"c\"\n")))
+	// The descriptor can no longer truncate (read-only), so the undo fails.
+	ro, err := os.Open(path)
+	require.NoError(t, err)
+	rw := of.f
+	of.f = ro
+	s.mu.Lock()
+	err = s.rollback(map[*outFile]int64{of: committed}, os.ErrInvalid)
+	s.mu.Unlock()
+	require.Error(t, err)
+	require.NoError(t, rw.Close())
+	require.NotContains(t, s.files, path, "the file is forgotten, to be reopened")
+	require.Equal(t, "\"a\"\n\"b\"\n", readFile(t, path), "the buffered record was not flushed")
+	// The retry reopens it: the failed batch's record is cut off first.
+	require.NoError(t, s.Consume(context.Background(), sinkBatch(connector.SchemaJSON, `"b"`, `"c"`)))
+	require.Equal(t, "\"a\"\n\"b\"\n\"c\"\n", readFile(t, path))
+	require.Empty(t, s.cutTo)
 }
 
 func TestSinkRotatesByTime(t *testing.T) {

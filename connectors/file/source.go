@@ -39,7 +39,21 @@ type SourceConfig struct {
 	MaxBatchBytes   *Size               `json:"max_batch_bytes"`
 	MaxMessageBytes *Size               `json:"max_message_bytes"`
 	PathHeader      string              `json:"path_header"`
+	OnInvalid       string              `json:"on_invalid"`
 }
+
+// What the source does with a line that is not valid JSON (ndjson), a
+// line longer than max_message_bytes or a whole file larger than it
+// (on_invalid).
+const (
+	OnInvalidSkip = "skip" // skip it, with a warning naming the file and offset (default)
+	OnInvalidStop = "stop" // stop before it: Poll fails until it is fixed
+	OnInvalidRaw  = "raw"  // send an invalid JSON line as it is, marked; skip what is too long
+)
+
+// InvalidHeader marks a message that on_invalid = "raw" sent although it
+// is not valid JSON; its value is "json".
+const InvalidHeader = "ferry.invalid"
 
 // Source defaults.
 const (
@@ -63,6 +77,7 @@ type sourceSettings struct {
 	maxBatchBytes int
 	maxMessage    int
 	pathHeader    string
+	onInvalid     string
 }
 
 // Source is the file source.
@@ -79,6 +94,11 @@ type Source struct {
 	scanned  bool
 	lastScan time.Time
 	closed   bool
+	// skipped counts what on_invalid = "skip" (or "raw", for what is too
+	// long to send) skipped, for the warnings.
+	skipped uint64
+	// stopped is set by on_invalid = "stop": Poll returns it from then on.
+	stopped error
 }
 
 // NewSource builds a file source from its configuration.
@@ -93,7 +113,8 @@ func newSource(cfg connector.Config) (*Source, error) {
 	}
 	p := cfg.Plugin
 	s := sourceSettings{format: FormatNDJSON, pollInterval: DefaultPollInterval, batchSize: DefaultBatchSize,
-		maxBatchBytes: DefaultMaxBatchBytes, maxMessage: DefaultMaxMessageBytes, follow: c.Follow, pathHeader: c.PathHeader}
+		maxBatchBytes: DefaultMaxBatchBytes, maxMessage: DefaultMaxMessageBytes, follow: c.Follow, pathHeader: c.PathHeader,
+		onInvalid: OnInvalidSkip}
 	if len(c.Paths) == 0 {
 		return nil, fmt.Errorf("%s is required: a list of paths or globs such as [\"logs/*.ndjson\"]", where(p, "paths"))
 	}
@@ -151,6 +172,13 @@ func newSource(cfg connector.Config) (*Source, error) {
 		}
 		s.maxMessage = int(*c.MaxMessageBytes)
 	}
+	switch c.OnInvalid {
+	case "":
+	case OnInvalidSkip, OnInvalidStop, OnInvalidRaw:
+		s.onInvalid = c.OnInvalid
+	default:
+		return nil, fmt.Errorf("%s is %q, want skip, stop or raw", where(p, "on_invalid"), c.OnInvalid)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -171,13 +199,23 @@ func (s *Source) Open(_ context.Context, state []byte) error {
 // Poll returns the next lines (or files) with the state after them. In
 // follow mode it waits for files to grow or appear; otherwise it returns
 // ErrEndOfInput once every file it found at the start is read.
+//
+// With on_invalid = "stop", the batch before an invalid line is returned,
+// and every Poll after it returns the error naming the line; the state
+// never moves past it.
 func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 	for {
+		if s.stopped != nil {
+			return nil, s.stopped
+		}
 		if !s.scanned || (s.cfg.follow && s.now().Sub(s.lastScan) >= s.cfg.pollInterval) {
 			s.scan()
 		}
 		b := &batch{Batch: connector.Batch{Schema: s.cfg.schema}, max: s.cfg.batchSize, maxBytes: s.cfg.maxBatchBytes}
 		s.fill(b)
+		if s.stopped != nil && len(b.Messages) == 0 && !b.changed {
+			return nil, s.stopped
+		}
 		if len(b.Messages) > 0 || b.changed {
 			st, err := s.snapshot()
 			if err != nil {
@@ -207,14 +245,15 @@ type batch struct {
 func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >= b.maxBytes }
 
 // add appends a message with a copy of payload and, when pathHeader is
-// set, a header naming the file.
-func (b *batch) add(payload []byte, pathHeader, path string) {
+// set, a header naming the file; extra headers follow.
+func (b *batch) add(payload []byte, pathHeader, path string, extra ...wire.Entry) {
 	start := len(b.arena)
 	b.arena = append(b.arena, payload...)
 	m := connector.Message{Payload: b.arena[start:len(b.arena):len(b.arena)]}
 	if pathHeader != "" {
 		m.Headers = []wire.Entry{wire.Header(pathHeader, wire.StringValue(path))}
 	}
+	m.Headers = append(m.Headers, extra...)
 	b.Messages = append(b.Messages, m)
 }
 
@@ -222,7 +261,7 @@ func (b *batch) add(payload []byte, pathHeader, path string) {
 // first last time, until the batch is full or nothing is left for now.
 func (s *Source) fill(b *batch) {
 	n := len(s.order)
-	for i := 0; i < n && !b.full(); i++ {
+	for i := 0; i < n && !b.full() && s.stopped == nil; i++ {
 		t := s.order[(s.next+i)%n]
 		if t.dropped {
 			continue

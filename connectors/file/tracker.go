@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/zeebo/xxh3"
 )
 
@@ -283,8 +284,9 @@ func (s *Source) readLines(t *tracked, b *batch) {
 			// longer matched, is complete: its unterminated last line counts.
 			complete := !s.cfg.follow || !t.seen
 			if complete {
-				if l, ok := t.lr.partial(); ok {
-					s.emit(t, l, b)
+				if l, ok := t.lr.partial(); ok && !s.emit(t, l, b) {
+					t.close() // stopped before the line: it is read again after a restart
+					return
 				}
 			}
 			t.eof = true
@@ -295,39 +297,65 @@ func (s *Source) readLines(t *tracked, b *batch) {
 			return
 		}
 		t.eof = false
-		s.emit(t, l, b)
+		if !s.emit(t, l, b) {
+			t.close() // stopped before the line: it is read again after a restart
+			return
+		}
 	}
 }
 
-// emit adds one line as a message, or skips it with a reason, and moves
-// the file's offset past it.
-func (s *Source) emit(t *tracked, l line, b *batch) {
-	t.st.Offset = l.end
+// emit adds one line as a message, or passes it over, and moves the
+// file's offset past it. An invalid line goes to invalid; false means
+// on_invalid = "stop" stopped before it.
+func (s *Source) emit(t *tracked, l line, b *batch) bool {
 	switch {
 	case l.tooLong:
-		s.log.Warn("line longer than max_message_bytes skipped", "path", t.st.Path, "offset", l.start,
-			"bytes", l.end-l.start, "max_message_bytes", s.cfg.maxMessage)
-		b.changed = true
-		return
+		return s.invalid(t, l.start, l.end, b, fmt.Sprintf("line is longer than max_message_bytes (%d)", s.cfg.maxMessage), nil)
 	case s.cfg.format == FormatNDJSON:
 		data := bytes.TrimSpace(l.data)
 		if len(data) == 0 {
 			b.changed = true // blank lines are allowed between records
-			return
+			break
 		}
 		if !json.Valid(data) {
-			s.log.Warn("line is not valid JSON; skipped", "path", t.st.Path, "offset", l.start)
-			b.changed = true
-			return
+			return s.invalid(t, l.start, l.end, b, "line is not valid JSON", data)
 		}
 		b.add(data, s.cfg.pathHeader, t.st.Path)
 	default:
 		if len(l.data) == 0 {
 			b.changed = true // Iggy refuses empty payloads
-			return
+			break
 		}
 		b.add(l.data, s.cfg.pathHeader, t.st.Path)
 	}
+	t.st.Offset = l.end
+	return true
+}
+
+// invalid handles what cannot be sent as it is, bytes [start, end) of t
+// (a line, or a whole file), as on_invalid says: skip it (counted, with a
+// warning naming the file and offset), send data as it is with the
+// ferry.invalid header ("raw"; data is nil when there is nothing it can
+// send, and it is skipped), or stop before it. It returns false when it
+// stopped; then t's offset stays before the line.
+func (s *Source) invalid(t *tracked, start, end int64, b *batch, reason string, data []byte) bool {
+	switch {
+	case s.cfg.onInvalid == OnInvalidStop:
+		s.stopped = fmt.Errorf("file source: %s at offset %d: %s; on_invalid = \"stop\" stops before it: fix or remove it, "+
+			"or set on_invalid = \"skip\" or \"raw\"", t.st.Path, start, reason)
+		s.log.Error("invalid input; the source stops here", "path", t.st.Path, "offset", start, "reason", reason)
+		return false
+	case s.cfg.onInvalid == OnInvalidRaw && data != nil:
+		s.log.Warn(reason+"; sent as it is, with header "+InvalidHeader, "path", t.st.Path, "offset", start)
+		b.add(data, s.cfg.pathHeader, t.st.Path, wire.Header(InvalidHeader, wire.StringValue("json")))
+	default:
+		s.skipped++
+		s.log.Warn(reason+"; skipped", "path", t.st.Path, "offset", start, "bytes", end-start,
+			"on_invalid", s.cfg.onInvalid, "skipped_total", s.skipped)
+		b.changed = true
+	}
+	t.st.Offset = end
+	return true
 }
 
 // readWhole adds t as one message when it has settled and this version of
@@ -353,11 +381,15 @@ func (s *Source) readWhole(t *tracked, b *batch) {
 		}
 		return
 	}
+	if data == nil {
+		reason := fmt.Sprintf("file of %d bytes is larger than max_message_bytes (%d)", size, s.cfg.maxMessage)
+		if !s.invalid(t, 0, size, b, reason, nil) {
+			return
+		}
+	}
 	t.st.Offset, t.st.Size, t.st.MTime, t.eof = size, size, mtime, true
 	switch {
 	case data == nil:
-		s.log.Warn("file larger than max_message_bytes skipped", "path", t.st.Path, "bytes", size, "max_message_bytes", s.cfg.maxMessage)
-		b.changed = true
 	case len(data) == 0:
 		b.changed = true // Iggy refuses empty payloads
 	default:

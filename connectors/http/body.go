@@ -11,11 +11,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// request is one HTTP request body and the messages it carries (indexes
-// into the batch).
+// request is one HTTP request body, the messages it carries (indexes
+// into the batch) and its id (see requestID).
 type request struct {
 	body []byte
 	msgs []int
+	id   string
 }
 
 // build turns a batch into request bodies. Messages that cannot be
@@ -33,6 +34,7 @@ func (s *Sink) build(b *connector.SinkBatch) ([]request, map[int]error) {
 		if s.set.mode == ModeJSONArray {
 			cur.body = append(cur.body, ']')
 		}
+		cur.id = requestID(s.key, b, cur.msgs)
 		reqs = append(reqs, cur)
 		cur = request{}
 	}
@@ -47,7 +49,7 @@ func (s *Sink) build(b *connector.SinkBatch) ([]request, map[int]error) {
 				failed[i] = connector.Permanent(fmt.Errorf("request body is %d bytes, over max_payload_size_bytes (%d)", len(item), s.set.maxBody))
 				continue
 			}
-			reqs = append(reqs, request{body: item, msgs: []int{i}})
+			reqs = append(reqs, request{body: item, msgs: []int{i}, id: requestID(s.key, b, []int{i})})
 			continue
 		}
 		// ndjson: item + "\n"; json_array: "[" or "," + item, and "]" at the end.

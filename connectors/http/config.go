@@ -38,6 +38,7 @@ type Config struct {
 	SigningSecret   string `json:"signing_secret"`
 	SignatureHeader string `json:"signature_header"`
 	TimestampHeader string `json:"timestamp_header"`
+	RequestIDHeader string `json:"request_id_header"`
 }
 
 // Batch modes.
@@ -59,6 +60,7 @@ const (
 	DefaultMaxConnections  = 10
 	DefaultSignatureHeader = "X-Ferry-Signature"
 	DefaultTimestampHeader = "X-Ferry-Timestamp"
+	DefaultRequestIDHeader = "X-Ferry-Request-Id"
 	// maxConsecutiveFailures stops a per-message batch after this many
 	// requests in a row failed transiently.
 	maxConsecutiveFailures = 3
@@ -92,6 +94,7 @@ type settings struct {
 	secret          []byte
 	signatureHeader string
 	timestampHeader string
+	requestIDHeader string
 }
 
 // settle checks c and applies the defaults; getenv resolves ${NAME}.
@@ -102,7 +105,8 @@ func settle(c Config, p connector.PluginConfig, getenv func(string) (string, boo
 		success: []int{200, 201, 202, 204}, maxConns: DefaultMaxConnections,
 		checksum: c.IncludeChecksum, originTS: c.IncludeOriginTimestamp, healthCheck: c.HealthCheckEnabled,
 		insecureTLS: c.TLSDangerAcceptInvalidCerts, verbose: c.VerboseLogging,
-		signatureHeader: DefaultSignatureHeader, timestampHeader: DefaultTimestampHeader, headers: http.Header{}}
+		signatureHeader: DefaultSignatureHeader, timestampHeader: DefaultTimestampHeader, requestIDHeader: DefaultRequestIDHeader,
+		headers: http.Header{}}
 	where := func(key string) string { return where(p, key) }
 
 	if err := p.Required("url", c.URL); err != nil {
@@ -201,7 +205,8 @@ func settle(c Config, p connector.PluginConfig, getenv func(string) (string, boo
 		key string
 		in  string
 		out *string
-	}{{"signature_header", c.SignatureHeader, &s.signatureHeader}, {"timestamp_header", c.TimestampHeader, &s.timestampHeader}} {
+	}{{"signature_header", c.SignatureHeader, &s.signatureHeader}, {"timestamp_header", c.TimestampHeader, &s.timestampHeader},
+		{"request_id_header", c.RequestIDHeader, &s.requestIDHeader}} {
 		if h.in == "" {
 			continue
 		}
@@ -209,6 +214,14 @@ func settle(c Config, p connector.PluginConfig, getenv func(string) (string, boo
 			return nil, fmt.Errorf("%s: %q is not a valid header name", where(h.key), h.in)
 		}
 		*h.out = h.in
+	}
+	names := []string{s.signatureHeader, s.timestampHeader, s.requestIDHeader}
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			if strings.EqualFold(a, b) {
+				return nil, fmt.Errorf("%s: signature_header, timestamp_header and request_id_header must differ; %q is used twice", where("signature_header"), a)
+			}
+		}
 	}
 	return s, nil
 }

@@ -29,6 +29,7 @@
 //	signing_secret = "${WEBHOOK_SECRET}" # Ferry: sign each request (see below)
 //	signature_header = "X-Ferry-Signature"
 //	timestamp_header = "X-Ferry-Timestamp"
+//	request_id_header = "X-Ferry-Request-Id"
 //
 // # Secrets from the environment
 //
@@ -85,17 +86,43 @@
 // modes a failed single request returns its error for the whole batch, and
 // the runtime then tries each message on its own to isolate a poison one.
 //
+// # Request ids
+//
+// Every request carries X-Ferry-Request-Id (request_id_header): 32 hex
+// digits naming the request, derived from the sink's key, the stream,
+// topic and partition, the first message's id and the offsets of the
+// request's first and last message. Every attempt of a request carries
+// the same id: the retries inside Consume, and the runtime's retries when
+// it delivers the batch again. When the runtime splits a failing batch to
+// isolate a poison message, the smaller requests get their own ids; the
+// messages' metadata.iggy_id (with iggy_stream, iggy_topic and
+// iggy_partition_id) names each message for receivers that dedupe per
+// message.
+//
 // # Signing
 //
-// With signing_secret set, every request attempt carries two headers:
+// With signing_secret set, every request attempt also carries:
 //
 //	X-Ferry-Timestamp: <unix seconds when the attempt was made>
-//	X-Ferry-Signature: sha256=<lowercase hex HMAC-SHA256(secret, timestamp + "." + body)>
+//	X-Ferry-Signature: sha256=<lowercase hex HMAC-SHA256(secret, signed string)>
 //
-// The signed string is the timestamp header's value, one "." and the
-// exact request body bytes. A receiver recomputes the HMAC, compares in
+// where the signed string is, joined with "\n" (a line feed):
+//
+//	timestamp header value
+//	request id header value
+//	method (POST, ...)
+//	the URL's escaped path, "/" when empty, without the query
+//	the exact request body bytes (last, after the fourth "\n")
+//
+// A receiver recomputes the HMAC over what it received, compares in
 // constant time, and rejects a timestamp further than its tolerance from
-// its clock, so a captured request cannot be replayed later; Verify and
-// VerifyRequest do exactly this. Within the tolerance a receiver that
-// must not act twice dedupes by metadata.iggy_id.
+// its clock, so a captured request cannot be replayed later, nor sent to
+// another path or with another method. Within the tolerance a captured
+// request still verifies: the receiver keeps the request ids it acted on
+// for at least twice the tolerance and does not act on a request whose
+// id it has seen. It answers such a duplicate with a success status (it
+// is usually a retry whose first answer was lost; an error status would
+// make Ferry retry or dead-letter it). Verify and VerifyRequest do the
+// checks (VerifyRequest returns the request id to look up); the
+// receiver keeps the ids.
 package httpsink

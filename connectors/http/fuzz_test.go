@@ -6,20 +6,22 @@ import (
 	"time"
 )
 
-// FuzzVerify feeds arbitrary header values and bodies to Verify: it must
-// not panic, and must accept only what Sign produced for that body and
-// timestamp (around which Verify allows spaces).
+// FuzzVerify feeds arbitrary header values, methods, paths and bodies to
+// Verify: it must not panic, and must accept only what Sign produced for
+// that request (Verify allows spaces around the signature).
 func FuzzVerify(f *testing.F) {
 	secret := []byte("fuzz-secret")
 	now := time.Unix(1_700_000_000, 0)
-	f.Add("1700000000", Sign(secret, "1700000000", []byte("body")), []byte("body"))
-	f.Add("1700000000", "sha256=00", []byte(""))
-	f.Add("-1", "", []byte{0xff})
-	f.Add("99999999999999999999", "sha256=", []byte("x"))
-	f.Fuzz(func(t *testing.T, ts, sig string, body []byte) {
-		err := Verify(secret, ts, sig, body, time.Minute, now)
-		if err == nil && strings.TrimSpace(sig) != Sign(secret, ts, body) {
-			t.Fatalf("accepted a signature Sign did not make: ts %q sig %q", ts, sig)
+	good := Signed{Timestamp: "1700000000", RequestID: "id", Method: "POST", Path: "/x", Body: []byte("body")}
+	f.Add(good.Timestamp, good.RequestID, good.Method, good.Path, Sign(secret, good), good.Body)
+	f.Add("1700000000", "id", "POST", "/x\nid", "sha256=00", []byte(""))
+	f.Add("-1", "", "", "", "", []byte{0xff})
+	f.Add("99999999999999999999", "a", "GET", "/", "sha256=", []byte("x"))
+	f.Fuzz(func(t *testing.T, ts, id, method, path, sig string, body []byte) {
+		s := Signed{Timestamp: ts, RequestID: id, Method: method, Path: path, Body: body}
+		err := Verify(secret, s, sig, time.Minute, now)
+		if err == nil && strings.TrimSpace(sig) != Sign(secret, s) {
+			t.Fatalf("accepted a signature Sign did not make: %+v sig %q", s, sig)
 		}
 	})
 }

@@ -3,7 +3,9 @@ package httpsink
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +34,7 @@ func init() {
 
 // Sink is the http sink.
 type Sink struct {
+	key    string // the connector's key, part of every request id
 	set    *settings
 	log    *slog.Logger
 	client *http.Client
@@ -71,7 +74,7 @@ func newSink(cfg connector.Config, getenv func(string) (string, bool)) (*Sink, e
 	if set.mode == ModeRaw && c.IncludeMetadata != nil && *c.IncludeMetadata {
 		log.Warn("batch_mode = \"raw\" sends payloads as they are; include_metadata is ignored")
 	}
-	return &Sink{set: set, log: log, now: time.Now, sleep: sleepCtx,
+	return &Sink{key: cfg.Key, set: set, log: log, now: time.Now, sleep: sleepCtx,
 		client: &http.Client{Transport: tr, Timeout: set.timeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
@@ -93,7 +96,7 @@ func (s *Sink) Open(ctx context.Context) error {
 	if !s.set.healthCheck {
 		return nil
 	}
-	status, _, err := s.do(ctx, s.set.healthMethod, nil, "")
+	status, _, err := s.do(ctx, s.set.healthMethod, nil, "", healthCheckID())
 	if err != nil {
 		return fmt.Errorf("http sink: health check: %w", err)
 	}
@@ -122,7 +125,7 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 			}
 			break
 		}
-		err := s.send(ctx, r.body)
+		err := s.send(ctx, r)
 		if err == nil {
 			consecutive = 0
 			continue
@@ -186,13 +189,14 @@ func transient(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
-// send delivers one body, retrying transient failures with capped
-// exponential backoff (Retry-After replaces the computed wait). It returns
-// nil, a Permanent error, or the last transient error.
-func (s *Sink) send(ctx context.Context, body []byte) error {
+// send delivers one request, retrying transient failures with capped
+// exponential backoff (Retry-After replaces the computed wait); every
+// attempt carries the request's id. It returns nil, a Permanent error, or
+// the last transient error.
+func (s *Sink) send(ctx context.Context, r request) error {
 	delay := s.set.retryDelay
 	for attempt := uint32(0); ; attempt++ {
-		status, ans, err := s.do(ctx, s.set.method, body, s.contentType())
+		status, ans, err := s.do(ctx, s.set.method, r.body, s.contentType(), r.id)
 		if err == nil {
 			if slices.Contains(s.set.success, status) {
 				return nil
@@ -231,9 +235,11 @@ type answer struct {
 	body string        // start of the body, one line, for errors
 }
 
-// do makes one request attempt. A transport failure (including a
-// timeout) is returned as the error, with the URL made safe.
-func (s *Sink) do(ctx context.Context, method string, body []byte, contentType string) (int, answer, error) {
+// do makes one request attempt, with the request id and, with a
+// signing_secret, the timestamp and signature headers. A transport
+// failure (including a timeout) is returned as the error, with the URL
+// made safe.
+func (s *Sink) do(ctx context.Context, method string, body []byte, contentType, id string) (int, answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, s.set.url.String(), bytes.NewReader(body))
 	if err != nil {
 		return 0, answer{}, connector.Permanent(fmt.Errorf("build request to %s: %w", s.set.safeURL, err))
@@ -248,10 +254,12 @@ func (s *Sink) do(ctx context.Context, method string, body []byte, contentType s
 	for k, v := range s.set.headers {
 		req.Header[k] = v
 	}
+	req.Header.Set(s.set.requestIDHeader, id)
 	if s.set.secret != nil {
 		ts := strconv.FormatInt(s.now().Unix(), 10)
 		req.Header.Set(s.set.timestampHeader, ts)
-		req.Header.Set(s.set.signatureHeader, Sign(s.set.secret, ts, body))
+		req.Header.Set(s.set.signatureHeader, Sign(s.set.secret, Signed{Timestamp: ts, RequestID: id,
+			Method: method, Path: signedPath(s.set.url.EscapedPath()), Body: body}))
 	}
 	start := time.Now()
 	resp, err := s.client.Do(req)
@@ -268,6 +276,14 @@ func (s *Sink) do(ctx context.Context, method string, body []byte, contentType s
 	a := answer{body: oneLine(snippet)}
 	a.d, a.ok = retryAfter(resp.Header.Get("Retry-After"), s.now())
 	return resp.StatusCode, a, nil
+}
+
+// healthCheckID is a random request id for a health check, which
+// carries no messages.
+func healthCheckID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "health-" + hex.EncodeToString(b[:])
 }
 
 // transportCause strips the *url.Error wrapper, whose text has the full

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/stretchr/testify/require"
 )
@@ -393,25 +394,68 @@ func TestHealthCheck(t *testing.T) {
 func TestSignedRequestsVerify(t *testing.T) {
 	t.Parallel()
 	secret := []byte("shared-secret")
-	var verified []string
+	// The receiver as the package doc describes it: verify, then act once
+	// per request id, answering a duplicate with success. The first
+	// attempt's answer is "lost" (503 after acting), so the sink retries.
 	var mu sync.Mutex
+	var acted []string
+	seen := map[string]bool{}
+	attempts := map[string]int{}
+	var captured *http.Request
+	var capturedBody []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := VerifyRequest(r, secret, 5*time.Minute, 1<<20)
+		raw, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		body, id, err := VerifyRequest(r, secret, 5*time.Minute, 1<<20)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		mu.Lock()
-		verified = append(verified, string(body))
-		mu.Unlock()
+		defer mu.Unlock()
+		attempts[id]++
+		if captured == nil {
+			captured, capturedBody = r.Clone(context.Background()), raw
+		}
+		if seen[id] {
+			w.WriteHeader(http.StatusOK) // a duplicate: success, not acted on again
+			return
+		}
+		seen[id] = true
+		acted = append(acted, string(body))
+		if attempts[id] == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable) // acted, but the answer is "lost"
+		}
 	}))
 	t.Cleanup(srv.Close)
-	s, err := newSink(connector.Config{Plugin: connector.PluginConfig{Values: map[string]any{
-		"url": srv.URL, "batch_mode": "ndjson", "include_metadata": false, "signing_secret": "${SECRET}"}}},
+	s, err := newSink(connector.Config{Key: "h", Plugin: connector.PluginConfig{Values: map[string]any{
+		"url": srv.URL + "/in%20box/hooks", "batch_mode": "ndjson", "include_metadata": false, "signing_secret": "${SECRET}"}}},
 		func(string) (string, bool) { return string(secret), true })
 	require.NoError(t, err)
+	s.sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	require.NoError(t, s.Consume(context.Background(), batchOf(connector.SchemaJSON, `{"n":1}`, `{"n":2}`)))
-	require.Equal(t, []string{"{\"n\":1}\n{\"n\":2}\n"}, verified)
+	require.Equal(t, []string{"{\"n\":1}\n{\"n\":2}\n"}, acted, "acted on once, though sent twice")
+	require.Len(t, attempts, 1, "both attempts carried the same request id")
+	for _, n := range attempts {
+		require.Equal(t, 2, n)
+	}
+
+	// A captured request replayed within the tolerance verifies, and the
+	// receiver's request-id check is what stops it.
+	replay := func(method, path string) int {
+		req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader(capturedBody))
+		require.NoError(t, err)
+		req.Header = captured.Header.Clone()
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, replay("POST", "/in%20box/hooks"))
+	require.Len(t, acted, 1, "the replay was not acted on")
+	// Sent to another path or with another method, the signature fails.
+	require.Equal(t, http.StatusUnauthorized, replay("POST", "/other"))
+	require.Equal(t, http.StatusUnauthorized, replay("PUT", "/in%20box/hooks"))
 
 	// The same sink with a wrong secret: every request is refused with 401,
 	// a permanent failure.
@@ -421,39 +465,111 @@ func TestSignedRequestsVerify(t *testing.T) {
 	require.ErrorContains(t, err, "401")
 }
 
+// TestRequestIDs: one id per request, the same for every attempt and for
+// a redelivered batch, different between requests, batches and sinks.
+func TestRequestIDs(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(n int, _ *http.Request, _ []byte) (int, map[string]string) {
+		if n == 0 {
+			return http.StatusServiceUnavailable, nil
+		}
+		return http.StatusOK, nil
+	})
+	s, _ := newTestSink(t, map[string]any{"url": srv.URL, "request_id_header": "X-Id"}, nil)
+	b := batchOf(connector.SchemaJSON, `{"a":1}`, `{"a":2}`)
+	require.NoError(t, s.Consume(context.Background(), b))
+	require.NoError(t, s.Consume(context.Background(), b), "the runtime delivers the batch again")
+	got := srv.requests()
+	require.Len(t, got, 5)
+	ids := make([]string, len(got))
+	for i, r := range got {
+		ids[i] = r.header.Get("X-Id")
+		require.Regexp(t, `^[0-9a-f]{32}$`, ids[i])
+		require.Empty(t, r.header.Get(DefaultRequestIDHeader))
+	}
+	require.Equal(t, ids[0], ids[1], "a retry keeps its id")
+	require.NotEqual(t, ids[1], ids[2], "another message, another request")
+	require.Equal(t, []string{ids[1], ids[2]}, []string{ids[3], ids[4]}, "a redelivered batch keeps its ids")
+
+	other, _ := newTestSink(t, map[string]any{"url": srv.URL, "request_id_header": "X-Id"}, nil)
+	other.key = "other"
+	require.NoError(t, other.Consume(context.Background(), batchOf(connector.SchemaJSON, `{"a":1}`)))
+	require.NotEqual(t, ids[1], srv.requests()[5].header.Get("X-Id"), "another sink, another id")
+
+	nd, _ := newTestSink(t, map[string]any{"url": srv.URL, "batch_mode": "ndjson"}, nil)
+	require.NoError(t, nd.Consume(context.Background(), b))
+	require.NoError(t, nd.Consume(context.Background(), batchOf(connector.SchemaJSON, `{"a":1}`)))
+	got = srv.requests()
+	require.NotEqual(t, got[6].header.Get(DefaultRequestIDHeader), got[7].header.Get(DefaultRequestIDHeader),
+		"a batch and its first message alone are different requests")
+
+	_, err := newSink(connector.Config{Plugin: connector.PluginConfig{Values: map[string]any{"url": srv.URL,
+		"request_id_header": "x-ferry-signature"}}}, nil)
+	require.ErrorContains(t, err, "must differ")
+}
+
 func TestVerify(t *testing.T) {
 	t.Parallel()
-	secret, body := []byte("k"), []byte(`{"a":1}`)
+	secret := []byte("k")
 	now := time.Unix(1_700_000_000, 0)
-	ts := "1700000000"
-	sig := Sign(secret, ts, body)
+	good := Signed{Timestamp: "1700000000", RequestID: "0123456789abcdef0123456789abcdef", Method: "POST", Path: "/hooks/a.b", Body: []byte(`{"a":1}`)}
+	sig := Sign(secret, good)
 	require.True(t, strings.HasPrefix(sig, "sha256="))
 	require.Len(t, sig, len("sha256=")+64)
 	tol := 5 * time.Minute
-	require.NoError(t, Verify(secret, ts, sig, body, tol, now))
-	require.NoError(t, Verify(secret, ts, sig, body, tol, now.Add(tol)), "at the edge of the tolerance")
+	require.NoError(t, Verify(secret, good, sig, tol, now))
+	require.NoError(t, Verify(secret, good, sig, tol, now.Add(tol)), "at the edge of the tolerance")
+	with := func(f func(*Signed)) Signed { s := good; f(&s); return s }
 	for i, tc := range []struct {
-		ts, sig string
-		body    []byte
-		secret  []byte
-		now     time.Time
-		want    error
+		s      Signed
+		sig    string
+		secret []byte
+		now    time.Time
+		want   error
 	}{
-		{ts, sig, body, secret, now.Add(tol + time.Second), ErrStaleTimestamp},  // replayed later
-		{ts, sig, body, secret, now.Add(-tol - time.Second), ErrStaleTimestamp}, // from the future
-		{ts, sig, []byte(`{"a":2}`), secret, now, ErrBadSignature},              // altered body
-		{ts, sig, body, []byte("other"), now, ErrBadSignature},                  // wrong secret
-		{"1700000001", sig, body, secret, now, ErrBadSignature},                 // altered timestamp
-		{ts, strings.ToUpper(sig), body, secret, now, ErrBadSignature},          // not the format
-		{ts, "sha256=abc", body, secret, now, ErrBadSignature},
-		{ts, "", body, secret, now, ErrBadSignature},
-		{"", sig, body, secret, now, ErrStaleTimestamp},
-		{"+1700000000", sig, body, secret, now, ErrStaleTimestamp},
-		{"-9223372036854775808", sig, body, secret, now, ErrStaleTimestamp},
-		{"9223372036854775807", sig, body, secret, now, ErrStaleTimestamp},
-		{"soon", sig, body, secret, now, ErrStaleTimestamp},
+		{good, sig, secret, now.Add(tol + time.Second), ErrStaleTimestamp},  // replayed later
+		{good, sig, secret, now.Add(-tol - time.Second), ErrStaleTimestamp}, // from the future
+		{with(func(s *Signed) { s.Body = []byte(`{"a":2}`) }), sig, secret, now, ErrBadSignature},
+		{good, sig, []byte("other"), now, ErrBadSignature},
+		{with(func(s *Signed) { s.Timestamp = "1700000001" }), sig, secret, now, ErrBadSignature},
+		{with(func(s *Signed) { s.RequestID = "0123456789abcdef0123456789abcdee" }), sig, secret, now, ErrBadSignature},
+		{with(func(s *Signed) { s.RequestID = "" }), sig, secret, now, ErrBadSignature},
+		{with(func(s *Signed) { s.Method = "PUT" }), sig, secret, now, ErrBadSignature},
+		{with(func(s *Signed) { s.Path = "/hooks/a" }), sig, secret, now, ErrBadSignature},
+		// The parts cannot be shifted into one another.
+		{with(func(s *Signed) { s.Path, s.Body = "/hooks/a.b\n{", []byte(`"a":1}`) }), sig, secret, now, ErrBadSignature},
+		{good, strings.ToUpper(sig), secret, now, ErrBadSignature},                                            // not the format
+		{good, "sha256=" + strings.ToUpper(strings.TrimPrefix(sig, "sha256=")), secret, now, ErrBadSignature}, // lowercase hex only
+		{good, "sha256=abc", secret, now, ErrBadSignature},
+		{good, "", secret, now, ErrBadSignature},
+		{with(func(s *Signed) { s.Timestamp = "" }), sig, secret, now, ErrStaleTimestamp},
+		{with(func(s *Signed) { s.Timestamp = "+1700000000" }), sig, secret, now, ErrStaleTimestamp},
+		{with(func(s *Signed) { s.Timestamp = "-9223372036854775808" }), sig, secret, now, ErrStaleTimestamp},
+		{with(func(s *Signed) { s.Timestamp = "9223372036854775807" }), sig, secret, now, ErrStaleTimestamp},
+		{with(func(s *Signed) { s.Timestamp = "soon" }), sig, secret, now, ErrStaleTimestamp},
 	} {
-		require.ErrorIs(t, Verify(tc.secret, tc.ts, tc.sig, tc.body, tol, tc.now), tc.want, "case %d", i)
+		require.ErrorIs(t, Verify(tc.secret, tc.s, tc.sig, tol, tc.now), tc.want, "case %d", i)
+	}
+}
+
+// TestNumericSecretsFromTheEnvironment is the reviewer's reproduction: a
+// signing_secret that looks like a number or a bool, passed by variable,
+// is the secret as typed.
+func TestNumericSecretsFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	for i, v := range []string{"123456", "0042", "true", "1e3", "s3cr3t"} {
+		c, err := config.ParseConnector("h.toml", []byte("type = \"sink\"\nkey = \"h\"\npath = \"http\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n[plugin_config]\nurl = \""+srv.URL+"/x\"\n"),
+			config.WithEnv(config.MapEnv(map[string]string{"IGGY_CONNECTORS_SINK_H_PLUGIN_CONFIG_SIGNING_SECRET": v})))
+		require.NoError(t, err, "case %d", i)
+		sink, err := New(connector.Config{Key: "h", Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: "h.toml"}})
+		require.NoError(t, err, "case %d %q", i, v)
+		require.Equal(t, []byte(v), sink.(*Sink).set.secret, "case %d", i)
+		require.NoError(t, sink.Consume(context.Background(), batchOf(connector.SchemaJSON, `{"a":1}`)))
+		r := srv.requests()[i]
+		s := Signed{Timestamp: r.header.Get(DefaultTimestampHeader), RequestID: r.header.Get(DefaultRequestIDHeader),
+			Method: r.method, Path: "/x", Body: r.body}
+		require.NoError(t, Verify([]byte(v), s, r.header.Get(DefaultSignatureHeader), time.Minute, time.Now()), "case %d", i)
 	}
 }
 
