@@ -75,6 +75,7 @@ CONF
   if as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 start >/dev/null; then
     PG_PORT=$port; break
   fi
+  echo "   (port $port: $(tail -n 1 "$PG_DIR/server.log" 2>/dev/null); trying another)"
 done
 [ -n "$PG_PORT" ] || { echo "PostgreSQL did not start:"; tail -n 20 "$PG_DIR/server.log"; exit 1; }
 export FERRY_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
