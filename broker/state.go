@@ -79,43 +79,32 @@ func sortedKeys[V any](m map[uint32]V) []uint32 {
 	return keys
 }
 
-// streamBy resolves a stream by id or name. Caller holds b.mu.
-func (b *Broker) streamBy(id wire.Identifier) *stream {
+// byID resolves an entry of m by numeric id, or by name through name.
+func byID[T any](m map[uint32]T, id wire.Identifier, name func(T) string) (zero T) {
 	if n, ok := id.Numeric(); ok {
-		return b.streams[n]
+		return m[n]
 	}
-	for _, s := range b.streams {
-		if s.name == id.Name() {
-			return s
+	for _, v := range m {
+		if name(v) == id.Name() {
+			return v
 		}
 	}
-	return nil
+	return zero
+}
+
+// streamBy resolves a stream by id or name. Caller holds b.mu.
+func (b *Broker) streamBy(id wire.Identifier) *stream {
+	return byID(b.streams, id, func(s *stream) string { return s.name })
 }
 
 // topicBy resolves a topic of s by id or name. Caller holds b.mu.
 func (s *stream) topicBy(id wire.Identifier) *topic {
-	if n, ok := id.Numeric(); ok {
-		return s.topics[n]
-	}
-	for _, t := range s.topics {
-		if t.name == id.Name() {
-			return t
-		}
-	}
-	return nil
+	return byID(s.topics, id, func(t *topic) string { return t.name })
 }
 
 // groupBy resolves a consumer group of t by id or name. Caller holds b.mu.
 func (t *topic) groupBy(id wire.Identifier) *group {
-	if n, ok := id.Numeric(); ok {
-		return t.groups[n]
-	}
-	for _, g := range t.groups {
-		if g.name == id.Name() {
-			return g
-		}
-	}
-	return nil
+	return byID(t.groups, id, func(g *group) string { return g.name })
 }
 
 // partition returns partition id of t, or nil. Caller holds b.mu.
