@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -98,12 +100,18 @@ rotate_size = "2MiB"
 	// any line that is not a whole record. Right after a kill (afterKill)
 	// the active file may end in a torn record, which the sink cuts off
 	// when it opens the file again; it is not counted then.
-	read := func(afterKill bool) (map[int]int, int) {
+	var read func(afterKill bool) (map[int]int, int)
+	read = func(afterKill bool) (map[int]int, int) {
 		files, err := filepath.Glob(filepath.Join(dir, "out", "*.ndjson"))
 		require.NoError(t, err)
 		counts, lines := map[int]int{}, 0
 		for _, f := range files {
 			data, err := os.ReadFile(f)
+			if errors.Is(err, fs.ErrNotExist) {
+				// Rotated (renamed) between the glob and the read, while
+				// the runtime is still writing: list the files again.
+				return read(afterKill)
+			}
 			require.NoError(t, err)
 			if i := bytes.LastIndexByte(data, '\n'); afterKill && i+1 < len(data) {
 				t.Logf("%s ends in a torn record of %d bytes", f, len(data)-i-1)
