@@ -48,11 +48,7 @@ func (s *Store) Close() error { return nil }
 
 // Load returns the active version of every connector in the directory.
 func (s *Store) Load(ctx context.Context) (*ConnectorSet, error) {
-	sc, err := s.scan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	av, err := s.readActive()
+	sc, av, err := s.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +76,7 @@ func (s *Store) Versions(ctx context.Context, kind Kind, key string) ([]VersionI
 	if err := checkKindKey(kind, key); err != nil {
 		return nil, err
 	}
-	sc, err := s.scan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	av, err := s.readActive()
+	sc, av, err := s.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -123,11 +115,7 @@ func (s *Store) Active(ctx context.Context, kind Kind, key string) (*Connector, 
 	if err := checkKindKey(kind, key); err != nil {
 		return nil, err
 	}
-	sc, err := s.scan(ctx)
-	if err != nil {
-		return nil, err
-	}
-	av, err := s.readActive()
+	sc, av, err := s.read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -255,11 +243,7 @@ func (s *Store) Delete(ctx context.Context, kind Kind, key string, version uint6
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sc, err := s.scan(ctx)
-	if err != nil {
-		return err
-	}
-	av, err := s.readActive()
+	sc, av, err := s.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -304,11 +288,7 @@ func (s *Store) DeleteConnector(ctx context.Context, kind Kind, key string) erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sc, err := s.scan(ctx)
-	if err != nil {
-		return err
-	}
-	av, err := s.readActive()
+	sc, av, err := s.read(ctx)
 	if err != nil {
 		return err
 	}

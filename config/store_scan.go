@@ -168,6 +168,19 @@ func (s *Store) activePath() string { return filepath.Join(s.dir, ActiveVersions
 
 // readActive reads the active versions file; a missing file selects
 // nothing.
+// read scans the directory and reads the active versions.
+func (s *Store) read(ctx context.Context) (*scan, *activeVersions, error) {
+	sc, err := s.scan(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	av, err := s.readActive()
+	if err != nil {
+		return nil, nil, err
+	}
+	return sc, av, nil
+}
+
 func (s *Store) readActive() (*activeVersions, error) {
 	var a activeVersions
 	data, err := os.ReadFile(s.activePath())
