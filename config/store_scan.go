@@ -166,8 +166,6 @@ func (a *activeVersions) m(kind Kind) map[string]uint64 {
 
 func (s *Store) activePath() string { return filepath.Join(s.dir, ActiveVersionsFile) }
 
-// readActive reads the active versions file; a missing file selects
-// nothing.
 // read scans the directory and reads the active versions.
 func (s *Store) read(ctx context.Context) (*scan, *activeVersions, error) {
 	sc, err := s.scan(ctx)
@@ -181,6 +179,8 @@ func (s *Store) read(ctx context.Context) (*scan, *activeVersions, error) {
 	return sc, av, nil
 }
 
+// readActive reads the active versions file; a missing file selects
+// nothing.
 func (s *Store) readActive() (*activeVersions, error) {
 	var a activeVersions
 	data, err := os.ReadFile(s.activePath())
