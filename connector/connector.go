@@ -126,8 +126,24 @@ type Sink interface {
 	// Consume writes the batch. nil means every message is durably written.
 	// An error means none or only some were: the runtime retries the batch
 	// with backoff, so writes should be idempotent (for example keyed by the
-	// message id). Wrap an error with Permanent to skip the retries, and
-	// return a *MessageErrors to say exactly which messages failed.
+	// message id). Return a MessageErrors to say exactly which messages
+	// failed, and mark each error with what it is about:
+	//
+	//   - Permanent: this message can never be written (a rejected record,
+	//     a 4xx answer). It is not retried; it goes to the dead-letter path.
+	//   - Unavailable: the destination is down or overloaded (connection
+	//     refused, a timeout, 429 or 5xx). Nothing is dead-lettered and the
+	//     batch's offset is not committed: after its retries the runtime
+	//     restarts the sink with backoff (1 s doubling to 1 min) and
+	//     delivers the whole batch again, so messages already written may
+	//     be written twice. Unavailable wins: one Unavailable entry in a
+	//     MessageErrors keeps every message of the batch from the
+	//     dead-letter path until the destination is back.
+	//   - unmarked: retried; when a whole-call error persists, the runtime
+	//     tries each message on its own and dead-letters only those that
+	//     keep failing while their neighbours are written. A sink whose
+	//     every message fails with unmarked whole-call errors is taken to
+	//     be down, as with Unavailable.
 	Consume(ctx context.Context, b *SinkBatch) error
 	Close(ctx context.Context) error
 }
@@ -155,6 +171,29 @@ func IsPermanent(err error) bool {
 type permanentError struct{ error }
 
 func (e *permanentError) Unwrap() error { return e.error }
+
+// Unavailable marks an error that says the destination is down or
+// overloaded rather than that a message is bad: a connection refused or
+// lost, a timeout, a server shutting down, 429 or 5xx. The runtime keeps
+// the batch, backs off and tries again (restarting the sink), and
+// dead-letters nothing; see Sink.Consume.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unavailableError{err}
+}
+
+// IsUnavailable reports whether err was marked with Unavailable. It does
+// not look inside a MessageErrors: its entries are marked one by one.
+func IsUnavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
+}
+
+type unavailableError struct{ error }
+
+func (e *unavailableError) Unwrap() error { return e.error }
 
 // MessageErrors reports per-message failures of a Consume: the messages
 // not listed were written. Keys are indexes into SinkBatch.Messages.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -296,104 +295,6 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 	}
 	out.Messages, out.Schema = kept, after
 	return out, failed
-}
-
-// write calls Consume with retries and capped exponential backoff up to
-// max_retries, narrowing to the messages a connector.MessageErrors names;
-// messages whose error is permanent (connector.Permanent, on the entry or
-// on the whole error) are not retried. When a whole-batch error persists,
-// each remaining message is tried on its own once, so one poison message
-// does not take its neighbours down with it. It returns the messages that
-// still fail; or, when not one message of the batch could be written, no
-// failure is permanent and the sink never judged a message on its own (no
-// MessageErrors: every error was about the whole call), a non-nil down
-// error: the sink itself is failing, not these messages.
-func (mem *member) write(ctx context.Context, batch *connector.SinkBatch) (unwritten []failure, down error) {
-	m := mem.r.m
-	pending := batch.Messages
-	written := 0
-	perMessage := false // the sink reported failures per message
-	var errs []error
-	var failed []failure // permanent failures, settled
-	backoff := mem.cs.RetryBackoff
-	if backoff <= 0 {
-		backoff = retryMin
-	}
-	maxBackoff := max(mem.cs.MaxRetryBackoff, backoff)
-	wholeBatch := false
-	for attempt := uint32(0); ; attempt++ {
-		sub := *batch
-		sub.Messages = pending
-		err := mem.consume(ctx, &sub)
-		if err == nil {
-			m.metrics.processed.Add(float64(len(pending)))
-			return failed, nil
-		}
-		m.metrics.errors.Inc()
-		permanent := connector.IsPermanent(err)
-		var per connector.MessageErrors
-		if errors.As(err, &per) && len(per) > 0 {
-			perMessage = true
-			var next []connector.Message
-			var nextErrs []error
-			for i, msg := range pending {
-				e, bad := per[i]
-				switch {
-				case !bad:
-					m.metrics.processed.Inc()
-					written++
-				case permanent || connector.IsPermanent(e):
-					failed = append(failed, failure{msg, e})
-				default:
-					next, nextErrs = append(next, msg), append(nextErrs, e)
-				}
-			}
-			pending, errs, wholeBatch = next, nextErrs, false
-		} else {
-			errs = make([]error, len(pending))
-			for i := range errs {
-				errs[i] = err
-			}
-			wholeBatch = len(pending) > 1
-		}
-		if len(pending) == 0 {
-			return failed, nil
-		}
-		if permanent || attempt >= mem.cs.MaxRetries || ctx.Err() != nil {
-			break
-		}
-		m.log.Warn("consume failed; retrying", "stream", batch.Stream, "topic", batch.Topic,
-			"partition", batch.Partition, "messages", len(pending), "attempt", attempt+1, "error", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return nil, nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-	if ctx.Err() != nil {
-		return nil, nil
-	}
-	for i, msg := range pending {
-		if wholeBatch {
-			one := *batch
-			one.Messages = []connector.Message{msg}
-			err := mem.consume(ctx, &one)
-			if err == nil {
-				m.metrics.processed.Inc()
-				written++
-				continue
-			}
-			var per connector.MessageErrors
-			perMessage = perMessage || errors.As(err, &per)
-			errs[i] = err
-		}
-		failed = append(failed, failure{msg, errs[i]})
-	}
-	if written == 0 && !perMessage && len(failed) == len(batch.Messages) && !slices.ContainsFunc(failed, failure.permanent) {
-		return nil, fmt.Errorf("every message of the batch failed after %d retries: %w", mem.cs.MaxRetries, failed[0].err)
-	}
-	return failed, nil
 }
 
 // consume calls the sink's Consume under recover and times it.

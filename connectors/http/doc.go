@@ -72,8 +72,11 @@
 // Consume up to max_retries times, waiting retry_delay, multiplied by
 // retry_backoff_multiplier each time, capped at max_retry_delay; a
 // Retry-After header (seconds or an HTTP date) replaces the computed wait,
-// capped the same way. When the retries run out, Consume returns the error
-// and the runtime's own retries, then its on_error policy, apply. Any
+// capped the same way. When the retries run out, the error is marked
+// connector.Unavailable: the endpoint is down or overloaded, which says
+// nothing about the messages. The runtime then dead-letters nothing and
+// commits nothing: it retries the batch, then restarts the sink with
+// backoff and delivers the batch again until the endpoint answers. Any
 // other status (4xx, 3xx, an unlisted 2xx) is permanent: the error is
 // wrapped with connector.Permanent, so the runtime dead-letters the
 // messages at once (with on_error = "dead_letter").
@@ -82,9 +85,10 @@
 // naming exactly the messages that failed (wrapped with Permanent when all
 // of them failed permanently); after three requests in a row fail
 // transiently the rest of the batch is not attempted and is reported
-// failed too, so a dead endpoint is not hammered. In ndjson and json_array
-// modes a failed single request returns its error for the whole batch, and
-// the runtime then tries each message on its own to isolate a poison one.
+// failed too, marked Unavailable like them, so a dead endpoint is not
+// hammered. In ndjson and json_array modes a failed single request returns
+// its error for the whole batch; on a permanent one the runtime tries each
+// message on its own to isolate a poison one.
 //
 // # Request ids
 //

@@ -114,6 +114,7 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	var last error
 	for i, r := range reqs {
 		if consecutive >= maxConsecutiveFailures || ctx.Err() != nil {
+			// last is Unavailable, and so is cause: the endpoint is down.
 			cause := fmt.Errorf("not sent: %d requests in a row failed, last: %w", consecutive, last)
 			if ctx.Err() != nil {
 				cause = fmt.Errorf("not sent: %w", ctx.Err())
@@ -192,7 +193,8 @@ func transient(status int) bool {
 // send delivers one request, retrying transient failures with capped
 // exponential backoff (Retry-After replaces the computed wait); every
 // attempt carries the request's id. It returns nil, a Permanent error, or
-// the last transient error.
+// the last transient error marked Unavailable: the endpoint is down or
+// overloaded, which says nothing about the messages.
 func (s *Sink) send(ctx context.Context, r request) error {
 	delay := s.set.retryDelay
 	for attempt := uint32(0); ; attempt++ {
@@ -208,9 +210,9 @@ func (s *Sink) send(ctx context.Context, r request) error {
 		}
 		if attempt >= s.set.maxRetries || ctx.Err() != nil {
 			if attempt > 0 {
-				return fmt.Errorf("after %d retries: %w", attempt, err)
+				err = fmt.Errorf("after %d retries: %w", attempt, err)
 			}
-			return err
+			return connector.Unavailable(err)
 		}
 		wait := min(delay, s.set.maxRetryDelay)
 		if ans.ok {
@@ -218,7 +220,7 @@ func (s *Sink) send(ctx context.Context, r request) error {
 		}
 		s.log.Warn("http request failed; retrying", "url", s.set.safeURL, "attempt", attempt+1, "error", err, "in", wait)
 		if serr := s.sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (retry abandoned: %v)", err, serr)
+			return connector.Unavailable(fmt.Errorf("%w (retry abandoned: %v)", err, serr))
 		}
 		delay = time.Duration(float64(delay) * s.set.backoff)
 	}
