@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -68,6 +69,33 @@ type ProducerStream struct {
 	BatchLength    uint32        `toml:"batch_length"`
 	LingerTime     time.Duration `toml:"linger_time"`
 	StreamSchema
+
+	// Ferry extensions: delivery. OnError says what happens to a polled
+	// message that cannot be sent to this stream: one that does not
+	// convert to its schema, or that Iggy would refuse (an empty or
+	// oversized payload, headers over the limit). "dead_letter", the
+	// default for sources (empty means it too; a sink's default is
+	// "stop"), sends it to the dead-letter topic and the rest of the
+	// batch on; "stop" sends nothing of the batch and sets the source to
+	// status Error naming the message. See DeadLetterTarget.
+	OnError ErrorPolicy `toml:"on_error"`
+	// DeadLetterStream and DeadLetterTopic receive those messages with
+	// on_error = "dead_letter"; empty means Stream and
+	// "<key>_dead_letter", as for sinks.
+	DeadLetterStream string `toml:"dead_letter_stream"`
+	DeadLetterTopic  string `toml:"dead_letter_topic"`
+}
+
+// DeadLetterTarget returns the stream and topic that receive the messages
+// of s that cannot be sent, for the source with key, its defaults
+// applied; ok is false with on_error = "stop". (A source's delivery keys
+// keep their zero values when unset, so a source file reads back as
+// upstream's shape.)
+func (s *ProducerStream) DeadLetterTarget(key string) (stream, topic string, ok bool) {
+	if s.OnError == PolicyStop {
+		return "", "", false
+	}
+	return cmp.Or(s.DeadLetterStream, s.Stream), cmp.Or(s.DeadLetterTopic, DefaultDeadLetterTopic(key)), true
 }
 
 // StreamSchema holds Ferry's extension keys of a [[streams]] entry for
@@ -104,6 +132,8 @@ func (*ProducerStream) keyHints() map[string]string {
 		"batch_size":    "use batch_length (renamed in upstream's current format)",
 		"send_interval": "use linger_time (renamed in upstream's current format)",
 		"poll_interval": "poll_interval is a sink key; sources use linger_time",
+		"max_retries":   "max_retries is a sink key; a source retries a failed send until it succeeds",
+		"retry_backoff": "retry_backoff is a sink key; a source retries a failed send until it succeeds",
 	}
 }
 
@@ -159,6 +189,10 @@ func (*ConsumerStream) keyHints() map[string]string {
 
 // DefaultConsumerGroup is the consumer group of a sink that names none.
 func DefaultConsumerGroup(key string) string { return "iggy-connect-sink-" + key }
+
+// DefaultDeadLetterTopic is the dead-letter topic of a connector's
+// [[streams]] entry that names none.
+func DefaultDeadLetterTopic(key string) string { return key + "_dead_letter" }
 
 // PluginName is the connector implementation Path names: the file name
 // without directories, "lib" prefix, "iggy_connector_" prefix, "_source" /
@@ -329,7 +363,7 @@ func (c *Connector) finish() {
 				s.DeadLetterStream = s.Stream
 			}
 			if s.DeadLetterTopic == "" {
-				s.DeadLetterTopic = c.Key + "_dead_letter"
+				s.DeadLetterTopic = DefaultDeadLetterTopic(c.Key)
 			}
 		}
 	}
@@ -370,6 +404,7 @@ func (c *Connector) validate(b *binder) {
 		checkBatch(b, p.key("batch_length"), s.BatchLength)
 		checkAvro(b, p, s.AvroSchemaJSON, s.AvroSchemaPath)
 		s.StreamSchema.check(b, p, s.Schema)
+		c.checkSourceDeadLetter(b, p, &s)
 	}
 	for i, s := range c.Consumers {
 		p := sp.index(i)
@@ -397,6 +432,27 @@ func (c *Connector) validate(b *binder) {
 			}
 		} else if s.DeadLetterStream == s.Stream && slices.Contains(s.Topics, s.DeadLetterTopic) {
 			b.fail(p.key("dead_letter_topic"), "must differ from the topics the sink reads, or failed messages would be consumed again")
+		}
+	}
+}
+
+// checkSourceDeadLetter checks a source stream's dead-letter keys: only
+// with on_error = "dead_letter", and not naming a topic the source
+// produces to (the failed messages would be mixed with the ones sent).
+func (c *Connector) checkSourceDeadLetter(b *binder, p path, s *ProducerStream) {
+	stream, topic, ok := s.DeadLetterTarget(c.Key)
+	if !ok {
+		for _, k := range []string{"dead_letter_stream", "dead_letter_topic"} {
+			if b.has(p.key(k)) {
+				b.fail(p.key(k), `only used with on_error = "dead_letter"`)
+			}
+		}
+		return
+	}
+	for _, o := range c.Producers {
+		if o.Stream == stream && o.Topic == topic {
+			b.fail(p.key("dead_letter_topic"), "must differ from the topics the source produces to (%s/%s), or failed messages would be mixed with the ones sent", stream, topic)
+			return
 		}
 	}
 }

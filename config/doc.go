@@ -47,6 +47,12 @@
 //     the stream read) and dead_letter_topic (default "<key>_dead_letter"),
 //     used only with on_error = "dead_letter". Offsets are committed only
 //     after the sink accepts a batch.
+//   - A source's [[streams]] takes on_error ("dead_letter", the default,
+//     or "stop"), dead_letter_stream (default: the stream produced to) and
+//     dead_letter_topic (default "<key>_dead_letter"), for a message that
+//     cannot be sent to that stream (it does not convert to the stream's
+//     schema, or Iggy would refuse it). Unset, they stay empty, and
+//     [ProducerStream.DeadLetterTarget] applies the defaults.
 //
 // Decoding is strict: an unknown key, a value of the wrong type, a missing
 // required key, a bad duration or a value outside its list is an error
