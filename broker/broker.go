@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -43,9 +44,13 @@ type Broker struct {
 	pats    map[string]*pat
 	nextUID uint64
 
-	connsMu sync.Mutex // guards conns and closing
-	conns   map[uint64]*conn
-	closing bool
+	connsMu   sync.Mutex // guards conns, admission and closing
+	conns     map[uint64]*conn
+	admission admission
+	closing   bool
+
+	logins                   *loginLimiter
+	rootUserSum, rootPassSum [sha256.Size]byte
 
 	controls controls
 }
@@ -64,7 +69,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		cfg: cfg, log: cfg.Logger, start: time.Now(),
 		ctx: bctx, cancel: cancel, done: make(chan struct{}),
 		streams: map[uint32]*stream{}, pats: map[string]*pat{},
-		conns: map[uint64]*conn{},
+		conns:       map[uint64]*conn{},
+		logins:      newLoginLimiter(cfg.clock),
+		rootUserSum: sha256.Sum256([]byte(cfg.RootUsername)),
+		rootPassSum: sha256.Sum256([]byte(cfg.RootPassword)),
 	}
 	if err := b.recover(ctx); err != nil {
 		cancel()
@@ -172,14 +180,13 @@ func (b *Broker) acceptLoop() {
 		}
 		delay = 0
 		c := newConn(b, nc)
-		b.connsMu.Lock()
-		if b.closing {
-			b.connsMu.Unlock()
+		if !b.admit(c) {
 			nc.Close()
-			return
+			if b.ctx.Err() != nil {
+				return
+			}
+			continue
 		}
-		b.conns[c.id] = c
-		b.connsMu.Unlock()
 		b.goroutine(c.writeLoop)
 		b.goroutine(c.readLoop)
 	}
@@ -220,12 +227,6 @@ func (b *Broker) connList() []*conn {
 		out = append(out, c)
 	}
 	return out
-}
-
-func (b *Broker) dropConn(c *conn) {
-	b.connsMu.Lock()
-	delete(b.conns, c.id)
-	b.connsMu.Unlock()
 }
 
 // hostname is cached for stats and snapshots.

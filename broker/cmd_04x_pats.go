@@ -38,7 +38,7 @@ func handleCreatePAT(b *Broker, r *request) reply {
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return b.failed("create personal access token", err)
+		return b.writeFailed("create personal access token", err)
 	}
 	token := base64.RawURLEncoding.EncodeToString(raw[:])
 	b.mu.Lock()
@@ -57,7 +57,7 @@ func handleCreatePAT(b *Broker, r *request) reply {
 	b.pats[p.name] = p
 	if err := b.saveMeta(); err != nil {
 		delete(b.pats, p.name)
-		return b.failed("create personal access token", err)
+		return b.writeFailed("create personal access token", err)
 	}
 	return okResult(&wire.CreatePATReply{Token: token})
 }
@@ -76,7 +76,7 @@ func handleDeletePAT(b *Broker, r *request) reply {
 	delete(b.pats, req.Name)
 	if err := b.saveMeta(); err != nil {
 		b.pats[req.Name] = p
-		return b.failed("delete personal access token", err)
+		return b.writeFailed("delete personal access token", err)
 	}
 	return okResult(nil)
 }

@@ -67,7 +67,7 @@ func handleSend(b *Broker, r *request) reply {
 		if errors.Is(err, storage.ErrClosed) { // deleted meanwhile
 			return status(wire.ErrResourceNotFound.Code)
 		}
-		return b.failed("append", err)
+		return b.appendFailed(err)
 	}
 	return rawOf(&wire.SendReply{{Stream: sid, Topic: tid, Partition: p.id, BaseOffset: base}})
 }

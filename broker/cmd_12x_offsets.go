@@ -110,7 +110,7 @@ func handleStoreConsumerOffset(b *Broker, r *request) reply {
 		if errors.Is(err, os.ErrClosed) { // the partition was deleted meanwhile
 			return status(wire.ErrResourceNotFound.Code)
 		}
-		return b.failed("store consumer offset", err)
+		return b.writeFailed("store consumer offset", err)
 	}
 	if g != nil {
 		g.settle(p, time.Now())
@@ -135,7 +135,7 @@ func handleDeleteConsumerOffset(b *Broker, r *request) reply {
 	case errors.Is(err, os.ErrClosed):
 		return status(wire.ErrResourceNotFound.Code)
 	case err != nil:
-		return b.failed("delete consumer offset", err)
+		return b.writeFailed("delete consumer offset", err)
 	case !found:
 		return status(wire.ErrConsumerOffsetNotFound.Code)
 	}

@@ -81,7 +81,7 @@ func handleCreateStream(b *Broker, r *request) reply {
 	b.streams[s.id] = s
 	if err := b.saveMeta(); err != nil {
 		delete(b.streams, s.id)
-		return b.failed("create stream", err)
+		return b.writeFailed("create stream", err)
 	}
 	d := s.details()
 	return okResult(&d)
@@ -108,7 +108,7 @@ func handleUpdateStream(b *Broker, r *request) reply {
 	s.name = req.Name
 	if err := b.saveMeta(); err != nil {
 		s.name = old
-		return b.failed("update stream", err)
+		return b.writeFailed("update stream", err)
 	}
 	return okResult(nil)
 }
@@ -127,7 +127,7 @@ func handleDeleteStream(b *Broker, r *request) reply {
 	delete(b.streams, s.id)
 	if err := b.saveMeta(); err != nil {
 		b.streams[s.id] = s
-		return b.failed("delete stream", err)
+		return b.writeFailed("delete stream", err)
 	}
 	for _, t := range s.topics {
 		b.destroyTopic(t)
@@ -148,14 +148,8 @@ func handlePurgeStream(b *Broker, r *request) reply {
 	}
 	for _, t := range s.topics {
 		if err := b.purgeTopic(t); err != nil {
-			return b.failed("purge stream", err)
+			return b.writeFailed("purge stream", err)
 		}
 	}
 	return okResult(nil)
-}
-
-// failed logs an internal failure (I/O) and answers status 1 (Error).
-func (b *Broker) failed(what string, err error) reply {
-	b.log.Error(what+" failed", "err", err)
-	return status(wire.ErrError.Code)
 }

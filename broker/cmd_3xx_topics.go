@@ -98,13 +98,13 @@ func handleCreateTopic(b *Broker, r *request) reply {
 	b.nextUID++
 	if err := b.addPartitions(t, req.PartitionsCount); err != nil {
 		b.destroyTopic(t)
-		return b.failed("create topic", err)
+		return b.writeFailed("create topic", err)
 	}
 	s.topics[t.id] = t
 	if err := b.saveMeta(); err != nil {
 		delete(s.topics, t.id)
 		b.destroyTopic(t)
-		return b.failed("create topic", err)
+		return b.writeFailed("create topic", err)
 	}
 	d := t.details(true)
 	return okResult(&d)
@@ -164,7 +164,7 @@ func handleUpdateTopic(b *Broker, r *request) reply {
 	t.name, t.opts = req.Name, opts
 	if err := b.saveMeta(); err != nil {
 		t.name, t.opts = oldName, oldOpts
-		return b.failed("update topic", err)
+		return b.writeFailed("update topic", err)
 	}
 	return okResult(nil)
 }
@@ -183,7 +183,7 @@ func handleDeleteTopic(b *Broker, r *request) reply {
 	delete(s.topics, t.id)
 	if err := b.saveMeta(); err != nil {
 		s.topics[t.id] = t
-		return b.failed("delete topic", err)
+		return b.writeFailed("delete topic", err)
 	}
 	b.destroyTopic(t)
 	return okResult(nil)
@@ -201,7 +201,7 @@ func handlePurgeTopic(b *Broker, r *request) reply {
 		return rejected(code)
 	}
 	if err := b.purgeTopic(t); err != nil {
-		return b.failed("purge topic", err)
+		return b.writeFailed("purge topic", err)
 	}
 	return okResult(nil)
 }

@@ -37,14 +37,14 @@ func handleCreatePartitions(b *Broker, r *request) reply {
 	}
 	from := len(t.parts)
 	if err := b.addPartitions(t, req.Count); err != nil {
-		return b.failed("create partitions", err)
+		return b.writeFailed("create partitions", err)
 	}
 	if err := b.saveMeta(); err != nil {
 		for _, p := range t.parts[from:] {
 			p.destroy()
 		}
 		t.parts = t.parts[:from]
-		return b.failed("create partitions", err)
+		return b.writeFailed("create partitions", err)
 	}
 	t.resetGroups()
 	return okResult(nil)
@@ -74,7 +74,7 @@ func handleDeletePartitions(b *Broker, r *request) reply {
 	t.parts = t.parts[:keep:keep]
 	if err := b.saveMeta(); err != nil {
 		t.parts = append(t.parts, removed...)
-		return b.failed("delete partitions", err)
+		return b.writeFailed("delete partitions", err)
 	}
 	t.resetGroups()
 	for _, p := range removed {
@@ -119,7 +119,7 @@ func handleDeleteSegments(b *Broker, r *request) reply {
 			b.log.Error("delete segments failed part way; committed what was dropped",
 				"topic", t.name, "partition", p.id, "asked", req.Count, "dropped", n, "err", err)
 		case err != nil:
-			rep = b.failed("delete segments", err)
+			rep = b.writeFailed("delete segments", err)
 		}
 	}
 	rep.op = wire.OpTruncatePartition

@@ -84,7 +84,7 @@ func handleCreateConsumerGroup(b *Broker, r *request) reply {
 	if err := b.saveMeta(); err != nil {
 		delete(t.groups, g.id)
 		t.nextGroup--
-		return b.failed("create consumer group", err)
+		return b.writeFailed("create consumer group", err)
 	}
 	d := wire.GroupDetails{GroupHeader: g.headerLocked()}
 	return okResult(&d)
@@ -121,7 +121,7 @@ func handleDeleteConsumerGroup(b *Broker, r *request) reply {
 	delete(g.topic.groups, g.id)
 	if err := b.saveMeta(); err != nil {
 		g.topic.groups[g.id] = g
-		return b.failed("delete consumer group", err)
+		return b.writeFailed("delete consumer group", err)
 	}
 	b.endGroup(g)
 	key := offsetKey{wire.ConsumerGroup, g.id}

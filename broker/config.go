@@ -76,17 +76,40 @@ type Config struct {
 	// RebalancingTimeout bounds how long a partition waits in a pending
 	// revocation for its old owner to commit. Default 30s.
 	RebalancingTimeout time.Duration
-	// LoginTimeout closes a connection that has no session (it has not
-	// logged in, or logged out) and sends nothing for this long, so idle
-	// unauthenticated sockets do not pile up. Logged-in connections may
-	// stay idle. Default 30s.
+	// LoginTimeout closes a connection that has not logged in this long
+	// after it connected (or logged out). Requests before login (pings,
+	// say) do not extend it. Logged-in connections may stay idle.
+	// Default 30s.
 	LoginTimeout time.Duration
+	// MaxConns caps the connections the broker keeps open. A connection
+	// over the cap closes the oldest one that has not logged in, or is
+	// itself closed at once if every connection has logged in. Keep it
+	// below the process's file-descriptor limit (RLIMIT_NOFILE) minus what
+	// partition logs need. Default 10000.
+	MaxConns int
+	// MaxUnauthConns caps the connections that have not logged in: a new
+	// connection over the cap closes the oldest of them, so sockets that
+	// never log in cannot keep a client that does from connecting.
+	// Default 1000, or MaxConns if that is smaller; at most MaxConns.
+	MaxUnauthConns int
 	// RetentionInterval is the period of the sweep that applies
 	// message_expiry and max_topic_size. Default 10s.
 	RetentionInterval time.Duration
 	// Logger receives the broker's logs. Default: discard.
 	Logger *slog.Logger
+
+	// Seams for internal tests. clock times the login backoff (default
+	// the system clock); writeMeta replaces metadata.json (default
+	// writeFileAtomic), so a test can make it fail as a full disk does.
+	clock     clock
+	writeMeta func(path string, data []byte) error
 }
+
+// Connection caps used when Config leaves them 0.
+const (
+	DefaultMaxConns       = 10000
+	DefaultMaxUnauthConns = 1000
+)
 
 // ServerVersion is the version string the broker reports at login and in
 // stats: the upstream server release whose protocol it speaks.
@@ -120,6 +143,18 @@ func (c Config) withDefaults() Config {
 	if c.LoginTimeout == 0 {
 		c.LoginTimeout = 30 * time.Second
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxUnauthConns == 0 {
+		c.MaxUnauthConns = min(DefaultMaxUnauthConns, c.MaxConns)
+	}
+	if c.clock == nil {
+		c.clock = systemClock{}
+	}
+	if c.writeMeta == nil {
+		c.writeMeta = writeFileAtomic
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Second
 	}
@@ -148,6 +183,13 @@ func (c Config) validate() error {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))
 		}
+	}
+	if c.MaxConns < 0 || c.MaxUnauthConns < 0 {
+		errs = append(errs, fmt.Errorf("connection caps %d (total) and %d (not logged in) must not be negative",
+			c.MaxConns, c.MaxUnauthConns))
+	} else if c.MaxUnauthConns > c.MaxConns {
+		errs = append(errs, fmt.Errorf("the cap on connections not logged in (%d) is above the cap on all connections (%d)",
+			c.MaxUnauthConns, c.MaxConns))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("broker config: %w", err)

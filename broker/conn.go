@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"container/list"
 	"errors"
 	"io"
 	"net"
@@ -27,11 +28,15 @@ import (
 // bound closes the connection; frames are read into a buffer that grows
 // with the bytes that arrive; the reply queue holds at most maxQueueFrames
 // frames and maxQueueBytes bytes (one larger frame when it is empty).
-// Deadlines: a connection without a session that sends nothing for
-// Config.LoginTimeout is closed; a write that makes no progress for
-// writeTimeout closes the connection. A logged-in connection may stay
-// idle (heartbeats are the client's business; only stale group members
-// are evicted).
+// Until the connection first logs in it reads and writes the socket
+// unbuffered into a frame buffer of one header, so a connection that
+// never logs in costs a few KiB (mostly its two goroutines' stacks); the
+// 64 KiB read and write buffers come with the first login.
+// Deadlines: a connection without a session is closed Config.LoginTimeout
+// after it connected or logged out, whatever it sends meanwhile; a write
+// that makes no progress for writeTimeout closes the connection. A
+// logged-in connection may stay idle (heartbeats are the client's
+// business; only stale group members are evicted).
 type conn struct {
 	b      *Broker
 	nc     net.Conn
@@ -43,11 +48,16 @@ type conn struct {
 	lastSeen atomic.Int64        // unix nanos of the last request
 	evictBy  atomic.Int64        // unix nanos by which an evicted connection's writes must end; 0 = not evicted
 	queue    byteQueue           // bytes queued on out
+	gone     chan struct{}       // closed by close
+	goneOnce sync.Once
+	authed   atomic.Bool   // has logged in at least once: buffers are worth it
+	waiting  *list.Element // in Broker.admission.waiting; guarded by Broker.connsMu
 
 	// Reader goroutine only.
 	checker   wire.BatchChecker
 	watermark uint64 // highest committed metadata request id of this session
 	cached    *cachedReply
+	loginBy   time.Time // while no session is bound: when the connection is closed
 
 	// mu guards the session binding and the groups set; it is taken after
 	// a group's mu when both are held.
@@ -132,11 +142,20 @@ func newConn(b *Broker, nc net.Conn) *conn {
 	c := &conn{
 		b: b, nc: nc, id: b.connSeq.Add(1), remote: nc.RemoteAddr().String(),
 		out: make(chan outFrame, maxQueueFrames), kick: make(chan evictionReason, 1),
-		groups: map[*group]struct{}{},
+		gone: make(chan struct{}), groups: map[*group]struct{}{},
 	}
 	c.queue.room.L = &c.queue.mu
-	c.lastSeen.Store(time.Now().UnixNano())
+	now := time.Now()
+	c.lastSeen.Store(now.UnixNano())
+	c.loginBy = now.Add(b.cfg.LoginTimeout)
 	return c
+}
+
+// close closes the socket from outside the connection's goroutines (an
+// admission eviction) and wakes a reader waiting out a login backoff.
+func (c *conn) close() {
+	c.goneOnce.Do(func() { close(c.gone) })
+	c.nc.Close()
 }
 
 // enqueue hands a frame to the writer, waiting for room in the queue.
@@ -236,25 +255,36 @@ func putFrame(b []byte) {
 
 func (c *conn) readLoop() {
 	defer c.finish()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
-	buf := make([]byte, 0, 64<<10)
-	deadline := false // a read deadline is set
+	var r io.Reader = c.nc // unbuffered until the first login
+	buf := make([]byte, 0, wire.HeaderSize)
+	var deadline time.Time // the read deadline set; zero = none
 	for {
 		limit := wire.MaxFrameSize
 		if bound, _, _, _ := c.sessionInfo(); !bound {
-			// Before login: small frames, and silence ends the connection.
+			// Before login: small frames, and a deadline that requests
+			// do not move.
 			limit = maxPreAuthFrame
-			if err := c.nc.SetReadDeadline(time.Now().Add(c.b.cfg.LoginTimeout)); err != nil {
-				c.logReadError(err)
-				return
+			if !deadline.Equal(c.loginBy) {
+				if err := c.nc.SetReadDeadline(c.loginBy); err != nil {
+					c.logReadError(err)
+					return
+				}
+				deadline = c.loginBy
 			}
-			deadline = true
-		} else if deadline {
-			if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
-				c.logReadError(err)
-				return
+		} else {
+			if !deadline.IsZero() {
+				if err := c.nc.SetReadDeadline(time.Time{}); err != nil {
+					c.logReadError(err)
+					return
+				}
+				deadline = time.Time{}
 			}
-			deadline = false
+			if r == c.nc {
+				// Unbuffered reads took only whole frames, so nothing is
+				// lost by buffering from here on.
+				r = bufio.NewReaderSize(c.nc, 64<<10)
+				buf = make([]byte, 0, 64<<10)
+			}
 		}
 		frame, err := wire.ReadFrame(r, buf, limit)
 		if err != nil {
@@ -359,7 +389,9 @@ func (c *conn) finish() {
 
 func (c *conn) writeLoop() {
 	defer c.nc.Close()
-	w := bufio.NewWriterSize(deadlineWriter{c}, 64<<10)
+	// Unbuffered until the connection has logged in (replies before login
+	// are one frame at a time), then through a 64 KiB buffer.
+	w := &frameWriter{c: c}
 	dead := false
 	fail := func(err error) {
 		if !dead {
@@ -380,7 +412,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if !dead {
-				if _, err := w.Write(f.b); err != nil {
+				if err := w.write(f.b); err != nil {
 					fail(err)
 				}
 			}
@@ -400,11 +432,38 @@ func (c *conn) writeLoop() {
 				e := wire.Eviction{Client: client, Reason: reason}
 				f := make([]byte, wire.HeaderSize)
 				e.Put(f)
-				if _, err := w.Write(f); err == nil {
+				if err := w.write(f); err == nil {
 					_ = w.Flush()
 				}
 			}
 			fail(nil)
 		}
 	}
+}
+
+// frameWriter is the writer goroutine's view of the socket: direct writes
+// until the connection has logged in, buffered ones after.
+type frameWriter struct {
+	c  *conn
+	bw *bufio.Writer
+}
+
+func (w *frameWriter) write(f []byte) error {
+	if w.bw == nil && w.c.authed.Load() {
+		w.bw = bufio.NewWriterSize(deadlineWriter{w.c}, 64<<10)
+	}
+	if w.bw == nil {
+		_, err := deadlineWriter{w.c}.Write(f)
+		return err
+	}
+	_, err := w.bw.Write(f)
+	return err
+}
+
+// Flush writes what is buffered.
+func (w *frameWriter) Flush() error {
+	if w.bw == nil {
+		return nil
+	}
+	return w.bw.Flush()
 }

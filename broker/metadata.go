@@ -120,7 +120,7 @@ func (b *Broker) saveMeta() error {
 	if err != nil {
 		return fmt.Errorf("encode metadata: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(b.cfg.DataDir, metaFileName), data)
+	return b.cfg.writeMeta(filepath.Join(b.cfg.DataDir, metaFileName), data)
 }
 
 // decodeMeta parses and checks a metadata file.

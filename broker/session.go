@@ -14,11 +14,14 @@ package broker
 // 3..50/3..100 bytes is Eviction(InvalidCredentials); a token that is
 // unknown or expired is Eviction(InvalidToken). Success replies
 // [0u32][user_id u32][session u64][protocol u32][server version].
+// Password and token checks go through the login limiter
+// (login_limit.go), which may delay them.
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
+	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
 )
@@ -58,23 +61,63 @@ func (b *Broker) register(r *request) reply {
 		b.log.Info("login refused: malformed body", "conn", c.id, "err", err)
 		return reply{evict: wire.EvictMalformedLogin}
 	}
-	if pw != nil && !b.checkPassword(pw.Username, pw.Password) {
-		b.log.Info("login refused: invalid credentials", "conn", c.id, "username", pw.Username)
-		return reply{evict: wire.EvictInvalidCredentials}
-	}
-	if tok != nil && !b.checkToken(tok.Token) {
-		b.log.Info("login refused: invalid token", "conn", c.id)
-		return reply{evict: wire.EvictInvalidToken}
+	if rep, ok := b.checkCredentials(c, pw, tok); !ok {
+		return rep
 	}
 	session := b.commit.Add(1)
 	c.mu.Lock()
 	c.bound, c.session, c.client, c.userID = true, session, r.h.Client, rootUserID
 	c.mu.Unlock()
+	c.authed.Store(true)
+	b.loggedIn(c)
 	c.watermark, c.cached = 0, nil
 	b.log.Debug("session bound", "conn", c.id, "session", session)
 	return registerReply(rootUserID, session)
 }
 
+// checkCredentials checks a password or token login through the login
+// limiter (login_limit.go): it waits out the backoff of the connection's
+// address and the username, checks, and records the outcome. It returns
+// the eviction to answer when the login fails.
+func (b *Broker) checkCredentials(c *conn, pw *wire.Register, tok *wire.RegisterPAT) (reply, bool) {
+	keys := []string{addrKey(c.remote)}
+	if pw != nil {
+		keys = append(keys, userKey(pw.Username))
+	}
+	att, wait := b.logins.begin(keys...)
+	if wait > 0 {
+		b.log.Debug("delaying a login after failed ones", "conn", c.id, "remote", c.remote, "delay", wait)
+		select {
+		case <-b.cfg.clock.After(wait):
+		case <-c.gone:
+			att.end(loginAbandoned)
+			return reply{silent: true, drop: true}, false
+		case <-b.ctx.Done():
+			att.end(loginAbandoned)
+			return reply{silent: true, drop: true}, false
+		}
+	}
+	var refused reply
+	var username string
+	switch {
+	case pw != nil && !b.checkPassword(pw.Username, pw.Password):
+		refused, username = reply{evict: wire.EvictInvalidCredentials}, pw.Username
+	case tok != nil && !b.checkToken(tok.Token):
+		refused = reply{evict: wire.EvictInvalidToken}
+	default:
+		att.end(loginSucceeded)
+		return reply{}, true
+	}
+	count, warn := att.end(loginFailed)
+	b.log.Debug("login refused", "conn", c.id, "remote", c.remote, "reason", refused.evict, "username", username)
+	if warn {
+		b.log.Warn("failed logins", "remote", c.remote, "failures", count, "last_username", username,
+			"last_reason", refused.evict)
+	}
+	return refused, false
+}
+
+// checkPassword reports whether user and pass are root's credentials.
 func (b *Broker) checkPassword(user, pass string) bool {
 	if n := len(user); n < 3 || n > 50 {
 		return false
@@ -82,9 +125,18 @@ func (b *Broker) checkPassword(user, pass string) bool {
 	if n := len(pass); n < 3 || n > 100 {
 		return false
 	}
-	u := subtle.ConstantTimeCompare([]byte(user), []byte(b.cfg.RootUsername))
-	p := subtle.ConstantTimeCompare([]byte(pass), []byte(b.cfg.RootPassword))
-	return u&p == 1
+	u := secretMatches(user, b.rootUserSum)
+	p := secretMatches(pass, b.rootPassSum)
+	return u && p
+}
+
+// secretMatches compares a secret a client sent with the SHA-256 of the
+// stored one in constant time: both sides are fixed-length digests, so the
+// time depends on neither secret's length or content. It is the one place
+// credentials are compared (passwords will move to argon2id here).
+func secretMatches(given string, want [sha256.Size]byte) bool {
+	got := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 func (b *Broker) checkToken(token string) bool {
@@ -101,9 +153,15 @@ func (b *Broker) checkToken(token string) bool {
 }
 
 // handleLogout (39, operation 3): unbind and leave every group; the socket
-// stays open for a new Register. The reply is an empty, unframed ok.
+// stays open for a new Register, which must come within LoginTimeout. The
+// reply is an empty, unframed ok.
 func handleLogout(b *Broker, r *request) reply {
-	r.c.unbind()
+	c := r.c
+	if bound, _, _, _ := c.sessionInfo(); bound {
+		c.unbind()
+		c.loginBy = time.Now().Add(b.cfg.LoginTimeout)
+		b.loggedOut(c)
+	}
 	return reply{}
 }
 

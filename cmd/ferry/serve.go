@@ -12,9 +12,10 @@ import (
 
 func newServeCmd() *cobra.Command {
 	var (
-		addr, dataDir, fsync string
-		fsyncInterval        time.Duration
-		jsonLogs, verbose    bool
+		addr, dataDir, fsync        string
+		fsyncInterval, loginTimeout time.Duration
+		maxConns, maxUnauthConns    int
+		jsonLogs, verbose           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -34,12 +35,18 @@ The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/i
 			if err != nil {
 				return usageError{fmt.Errorf("--fsync: %w", err)}
 			}
+			if !cmd.Flags().Changed("max-unauth-conns") {
+				maxUnauthConns = 0 // the broker's default: 1000, or --max-conns if smaller
+			}
 			b, err := broker.Start(cmd.Context(), broker.Config{
-				Addr:          addr,
-				DataDir:       dataDir,
-				Fsync:         policy,
-				FsyncInterval: fsyncInterval,
-				Logger:        log,
+				Addr:           addr,
+				DataDir:        dataDir,
+				Fsync:          policy,
+				FsyncInterval:  fsyncInterval,
+				LoginTimeout:   loginTimeout,
+				MaxConns:       maxConns,
+				MaxUnauthConns: maxUnauthConns,
+				Logger:         log,
 			})
 			if err != nil {
 				return err
@@ -56,6 +63,12 @@ The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/i
 	f.StringVar(&dataDir, "data-dir", "local_data", `directory for streams, topics and messages ("" keeps everything in memory)`)
 	f.StringVar(&fsync, "fsync", "interval", "when to fsync partition logs: always, interval or never (topics with enforce_fsync always fsync)")
 	f.DurationVar(&fsyncInterval, "fsync-interval", time.Second, "fsync period for --fsync=interval")
+	f.IntVar(&maxConns, "max-conns", broker.DefaultMaxConns,
+		"most connections held open; over it the oldest connection that has not logged in is closed, or the new one if all have (keep below the file-descriptor limit)")
+	f.IntVar(&maxUnauthConns, "max-unauth-conns", broker.DefaultMaxUnauthConns,
+		"most connections that have not logged in; over it the oldest of them is closed (lowered to --max-conns when not given)")
+	f.DurationVar(&loginTimeout, "login-timeout", 30*time.Second,
+		"close a connection that has not logged in this long after connecting; requests before login do not extend it")
 	f.BoolVar(&jsonLogs, "log-json", false, "log as JSON instead of text")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
