@@ -6,21 +6,20 @@ import (
 	"net/http"
 )
 
-// APIKeyHeader is the header that carries [http] api_key (upstream's name).
+// APIKeyHeader is the header that carries [http] api_key (upstream's
+// name), or the local token.
 const APIKeyHeader = "api-key"
 
-// publicPaths are served without the API key, as upstream does.
-var publicPaths = map[string]bool{"/": true, "/health": true}
-
-// authenticate requires the API key on every path but the public ones
-// when one is configured.
+// authenticate requires a credential on every request but the public
+// ones: [http] api_key when one is configured, else the local token the
+// server made in New (package internal/apitoken), which only the
+// runtime's user can read. Unlike upstream's, the API never runs open:
+// it can write files and run commands as the runtime's user, so anyone
+// else on the machine must not reach it.
 func (s *Server) authenticate(next http.Handler) http.Handler {
-	if s.cfg.APIKey == "" {
-		return next
-	}
-	want := sha256.Sum256([]byte(s.cfg.APIKey))
+	want := sha256.Sum256([]byte(s.key))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPaths[r.URL.Path] {
+		if s.public(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -30,11 +29,33 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			if ok {
 				reason = "invalid " + APIKeyHeader + " header"
 			}
+			if s.localToken {
+				reason += ": this runtime has no [http] api_key, so it requires its local token, which only the user running it can read " +
+					"(ferry commands of that user send it by themselves); set [http] api_key to share access with others"
+			}
 			s.writeError(w, r, &APIError{Status: http.StatusUnauthorized, Code: codeUnauthorized, Reason: reason})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// public reports whether a request is served without a credential: GET /
+// and /health always (as upstream); with no api_key and [http]
+// public_reads (the default), also GET and HEAD of /stats and the metrics
+// endpoint, which hold no secrets and which scrapers and dashboards read.
+// With api_key set those need the key, as upstream.
+func (s *Server) public(r *http.Request) bool {
+	switch p := r.URL.Path; {
+	case p == "/" || p == "/health":
+		return true
+	case !s.localToken || !s.cfg.PublicReads || (r.Method != http.MethodGet && r.Method != http.MethodHead):
+		return false
+	case p == "/stats":
+		return true
+	default:
+		return s.cfg.Metrics.Enabled && p == s.metricsEndpoint()
+	}
 }
 
 // keyMatches compares a presented key with the configured key's SHA-256

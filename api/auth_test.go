@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/sha256"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -56,15 +57,40 @@ func TestAPIKey(t *testing.T) {
 	require.NotContains(t, logs.String(), "wrong", "presented keys are never logged")
 }
 
-func TestNoAPIKeyConfigured(t *testing.T) {
+func TestNoAPIKeyMeansTheLocalToken(t *testing.T) {
 	t.Parallel()
-	_, url := startServer(t, unstarted(t), config.HTTP{}, nil)
-	r := request(t, http.DefaultClient, "GET", url+"/sinks", "", nil)
+	srv, url := startServer(t, unstarted(t), config.HTTP{Metrics: config.HTTPMetrics{Enabled: true}, PublicReads: true}, nil)
+	tok := localToken(t, srv)
+	fi, err := os.Stat(srv.TokenPath())
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "only the runtime's user can read the token")
+
+	for _, h := range []http.Header{nil, headers(APIKeyHeader, "anything"), headers(APIKeyHeader, strings.ToUpper(tok))} {
+		for _, m := range []struct{ method, path string }{{"GET", "/sinks"}, {"GET", "/sources/x/configs"}, {"POST", "/sinks/x/restart"}, {"DELETE", "/sinks/x"}} {
+			r := request(t, http.DefaultClient, m.method, url+m.path, "", h)
+			requireError(t, r, http.StatusUnauthorized, codeUnauthorized, "local token")
+		}
+	}
+	r := request(t, http.DefaultClient, "GET", url+"/sinks", "", headers(APIKeyHeader, tok))
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, "[]", string(r.body))
-	h := http.Header{}
-	h.Set(APIKeyHeader, "anything")
-	require.Equal(t, http.StatusOK, request(t, http.DefaultClient, "GET", url+"/sources", "", h).status)
+
+	// Read-only, secret-free paths stay open for scrapers and dashboards.
+	for _, p := range []string{"/", "/health", "/stats", "/metrics"} {
+		require.Equal(t, http.StatusOK, request(t, http.DefaultClient, "GET", url+p, "", nil).status, p)
+	}
+	// public_reads = false closes /stats and /metrics too.
+	srv2, url2 := startServer(t, unstarted(t), config.HTTP{Metrics: config.HTTPMetrics{Enabled: true}, PublicReads: false}, nil)
+	for _, p := range []string{"/stats", "/metrics"} {
+		requireError(t, request(t, http.DefaultClient, "GET", url2+p, "", nil), http.StatusUnauthorized, codeUnauthorized, "")
+		require.Equal(t, http.StatusOK, request(t, http.DefaultClient, "GET", url2+p, "", headers(APIKeyHeader, localToken(t, srv2))).status, p)
+	}
+	require.Equal(t, http.StatusOK, request(t, http.DefaultClient, "GET", url2+"/health", "", nil).status)
+
+	// The token file goes with the server.
+	path := srv.TokenPath()
+	require.NoError(t, srv.Close())
+	require.NoFileExists(t, path)
 }
 
 func TestKeyMatchesInConstantTime(t *testing.T) {

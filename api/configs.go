@@ -132,7 +132,7 @@ func (s *Server) getActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 
 // setActiveConfig serves PUT /{kind}s/{key}/configs/active with
 // {"version": N}: the version the connector runs after its next restart.
-// An exec sink version is activated only when an api_key is configured.
+// A version the runtime would refuse to run is not activated (admit).
 func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	body, err := readBody(w, r)
@@ -148,7 +148,7 @@ func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 		return err
 	}
 	if c, err := p.Get(r.Context(), config.Kind(kind), key, version); err == nil {
-		if err := s.checkExecAllowed(kind, key, c.Path); err != nil {
+		if err := s.admit(kind, key, c); err != nil {
 			return err
 		}
 	}
@@ -163,8 +163,8 @@ func (s *Server) setActiveConfig(w http.ResponseWriter, r *http.Request, kind co
 // createConfig serves POST /{kind}s/{key}/configs: the body is upstream's
 // CreateSinkConfig / CreateSourceConfig (a connector configuration without
 // key and version; a key must match the path, a version is ignored). The
-// answer is the stored version, numbered one above the highest. An exec
-// sink is created only when an api_key is configured (403 otherwise).
+// answer is the stored version, numbered one above the highest. A
+// configuration the runtime would refuse to run is not stored (admit).
 func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	if !config.ValidKey(key) {
@@ -179,11 +179,16 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 	if err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: codeInvalidConfig, Reason: err.Error(), Err: err}
 	}
-	if err := s.checkExecAllowed(kind, key, c.Path); err != nil {
-		return err
-	}
 	p, err := s.provider()
 	if err != nil {
+		return err
+	}
+	// Answers hide secrets; a configuration read, edited and sent back
+	// gets them again from the version it came from.
+	if old, err := p.Active(r.Context(), config.Kind(kind), key); err == nil {
+		config.Unredact(c, old)
+	}
+	if err := s.admit(kind, key, c); err != nil {
 		return err
 	}
 	saved, err := p.Create(r.Context(), c)

@@ -200,7 +200,9 @@ func TestRestartTouchesOneConnector(t *testing.T) {
 	statuses := make([]int, 5)
 	for i := range statuses {
 		wg.Go(func() { // no require off the test goroutine
-			res, err := http.Post(e.url+"/sinks/out/restart", "", nil)
+			req, _ := http.NewRequest("POST", e.url+"/sinks/out/restart", nil)
+			req.Header.Set(APIKeyHeader, e.key)
+			res, err := http.DefaultClient.Do(req)
 			if err == nil {
 				statuses[i] = res.StatusCode
 				res.Body.Close()

@@ -61,26 +61,35 @@ func (s *Server) getTransforms(w http.ResponseWriter, r *http.Request, kind conn
 // (draining what is in flight), reloads its active configuration version
 // and starts again if enabled; no other connector is touched. A key the
 // runtime does not run yet but the provider has (a connector created
-// through POST .../configs) is started. Restarts of one connector run one
-// at a time; the restart goes on if the client goes away.
+// through POST .../configs) is started. The configuration loaded passes
+// the checks of POST .../configs first (admit). Restarts of one connector
+// run one at a time; the restart goes on if the client goes away.
 func (s *Server) restart(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
-	if _, err := s.rt.Connector(kind, key); errors.Is(err, runtime.ErrNotFound) {
-		p, err := s.provider()
-		if err != nil {
-			return err
-		}
-		if _, err := p.Active(r.Context(), config.Kind(kind), key); err != nil {
+	if _, err := s.rt.Connector(kind, key); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return runtimeError(kind, key, err)
+	}
+	unlock := s.lockConnector(kind, key)
+	defer unlock()
+	// The configuration a restart loads passes the checks a new one
+	// does: a file that appeared in config_dir is not run unchecked.
+	p, err := s.provider()
+	if err != nil {
+		return err
+	}
+	c, err := p.Active(r.Context(), config.Kind(kind), key)
+	if err != nil {
+		if _, rerr := s.rt.Connector(kind, key); rerr != nil {
 			if errors.Is(err, config.ErrNotFound) || errors.Is(err, config.ErrInvalid) {
 				return connectorNotFound(kind, key)
 			}
 			return providerError(kind, key, nil, err)
 		}
-	} else if err != nil {
-		return runtimeError(kind, key, err)
+		// A connector the runtime has, whose configuration no longer
+		// loads: Restart records the reason on it.
+	} else if err := s.admit(kind, key, c); err != nil {
+		return err
 	}
-	unlock := s.lockConnector(kind, key)
-	defer unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.opts.restartTimeout)
 	defer cancel()
 	if err := s.rt.Restart(ctx, kind, key); err != nil {

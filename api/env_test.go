@@ -15,10 +15,15 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/ferryhq/ferry/connectors/exec"
+	_ "github.com/ferryhq/ferry/connectors/file"
+
+	"github.com/stretchr/testify/require"
+
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/apitoken"
 	"github.com/ferryhq/ferry/runtime"
-	"github.com/stretchr/testify/require"
 )
 
 // The connectors below are real connectors run by the real runtime on the
@@ -145,6 +150,13 @@ type env struct {
 // and the API with cfg (address and defaults filled in).
 func newEnv(t testing.TB, files map[string]string, cfg config.HTTP) *env {
 	t.Helper()
+	return newEnvWith(t, files, cfg, nil)
+}
+
+// newEnvWith is newEnv with environment variables for the configuration
+// (IGGY_CONNECTORS_* overrides).
+func newEnvWith(t testing.TB, files map[string]string, cfg config.HTTP, vars map[string]string) *env {
+	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), counts: map[string]*atomic.Int64{}, key: cfg.APIKey, logs: &logBuffer{}}
 	conns := filepath.Join(e.dir, "connectors")
 	require.NoError(t, os.MkdirAll(conns, 0o755))
@@ -167,9 +179,18 @@ enabled = false
 		NewSource: func(connector.Config) (connector.Source, error) { return &tickSource{}, nil }}))
 	require.NoError(t, reg.Register(connector.Info{Kind: connector.KindSink, Name: "count",
 		NewSink: func(c connector.Config) (connector.Sink, error) { return &countSink{n: e.count(c.Key)}, nil }}))
-	rcfg, err := config.Load(filepath.Join(e.dir, "config.toml"), config.WithEnv(config.MapEnv(nil)))
+	for _, kind := range []connector.Kind{connector.KindSink, connector.KindSource} {
+		// The built-ins that touch files or run commands, for the
+		// admission tests.
+		for _, name := range []string{"exec", "file"} {
+			if info, ok := connector.Default.Lookup(kind, name); ok {
+				require.NoError(t, reg.Register(info))
+			}
+		}
+	}
+	rcfg, err := config.Load(filepath.Join(e.dir, "config.toml"), config.WithEnv(config.MapEnv(vars)))
 	require.NoError(t, err)
-	rt, err := runtime.New(rcfg, runtime.Options{Registry: reg, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(nil))}})
+	rt, err := runtime.New(rcfg, runtime.Options{Registry: reg, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(vars))}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -177,6 +198,9 @@ enabled = false
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 	e.rt = rt
 	e.srv, e.url = startServer(t, rt, cfg, e.logs)
+	if e.key == "" {
+		e.key = localToken(t, e.srv)
+	}
 	return e
 }
 
@@ -203,7 +227,7 @@ func startServer(t testing.TB, rt Runtime, cfg config.HTTP, logs *logBuffer) (*S
 	if logs != nil {
 		log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	srv, err := New(rt, cfg, log, WithVersion("1.2.3"))
+	srv, err := New(rt, cfg, log, WithVersion("1.2.3"), WithTokenDir(filepath.Join(t.TempDir(), "tokens")))
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	t.Cleanup(func() {
@@ -216,6 +240,17 @@ func startServer(t testing.TB, rt Runtime, cfg config.HTTP, logs *logBuffer) (*S
 		scheme = "https"
 	}
 	return srv, scheme + "://" + srv.Addr()
+}
+
+// localToken is the token a server without api_key wrote, read as the
+// ferry CLI reads it: from the token directory, by the API's address.
+func localToken(t testing.TB, srv *Server) string {
+	t.Helper()
+	path := srv.TokenPath()
+	require.NotEmpty(t, path, "a server without api_key writes a local token")
+	tok, err := apitoken.Read(filepath.Dir(path), srv.Addr())
+	require.NoError(t, err)
+	return tok
 }
 
 // unstarted is a real runtime that was not started: no connectors, no

@@ -61,6 +61,7 @@ func FuzzCreateConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest("POST", "http://127.0.0.1/sinks/out/configs", strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(APIKeyHeader, e.key)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		var m map[string]any

@@ -77,7 +77,8 @@ func TestBrowserAttackIsRefused(t *testing.T) {
 		{"DNS rebinding, same origin", "evil.example:" + port, headers("Content-Type", "application/json"), http.StatusForbidden, codeHostNotAllowed},
 		{"text/plain without Origin", "", headers("Content-Type", "text/plain"), http.StatusUnsupportedMediaType, codeUnsupportedMedia},
 		{"no Content-Type", "", nil, http.StatusUnsupportedMediaType, codeUnsupportedMedia},
-		{"JSON without a key", "", headers("Content-Type", "application/json"), http.StatusForbidden, codeAPIKeyRequired},
+		{"JSON without the local token", "", headers("Content-Type", "application/json"), http.StatusUnauthorized, codeUnauthorized},
+		{"JSON with a wrong token", "", headers("Content-Type", "application/json", APIKeyHeader, strings.Repeat("0", 64)), http.StatusUnauthorized, codeUnauthorized},
 	} {
 		r := send(t, "POST", e.url+"/sinks/pwn/configs", tc.host, execBody(mark), tc.h)
 		requireError(t, r, tc.status, tc.code, "")
@@ -115,7 +116,7 @@ func TestHostHeader(t *testing.T) {
 		{"192.0.2.1:" + port, false},
 	} {
 		for _, m := range []struct{ method, path string }{{"GET", "/health"}, {"GET", "/sinks"}, {"POST", "/sinks/out/restart"}} {
-			r := send(t, m.method, e.url+m.path, tc.host, "", nil)
+			r := send(t, m.method, e.url+m.path, tc.host, "", headers(APIKeyHeader, e.key))
 			if tc.ok {
 				require.Less(t, r.status, 300, "case %d: %s %s with Host %q: %s", i, m.method, m.path, tc.host, r.body)
 			} else {
@@ -128,7 +129,7 @@ func TestHostHeader(t *testing.T) {
 	// to loopback gets the check too.
 	e2 := newEnv(t, nil, config.HTTP{Address: "localhost:0"})
 	port2 := e2.url[strings.LastIndex(e2.url, ":")+1:]
-	require.Equal(t, http.StatusOK, send(t, "GET", e2.url+"/sinks", "localhost:"+port2, "", nil).status)
+	require.Equal(t, http.StatusOK, send(t, "GET", e2.url+"/sinks", "localhost:"+port2, "", headers(APIKeyHeader, e2.key)).status)
 	require.Equal(t, http.StatusForbidden, send(t, "GET", e2.url+"/sinks", "evil.example:"+port2, "", nil).status)
 
 	// Beyond loopback the Host check does not apply (the API answers to
@@ -204,7 +205,7 @@ func TestOriginHeader(t *testing.T) {
 	}
 	// The listed origin with localhost: the API's own origin under either name.
 	port := noKey.url[strings.LastIndex(noKey.url, ":")+1:]
-	r := send(t, "POST", noKey.url+"/sinks/out/restart", "localhost:"+port, "", headers("Origin", "http://localhost:"+port))
+	r := send(t, "POST", noKey.url+"/sinks/out/restart", "localhost:"+port, "", headers("Origin", "http://localhost:"+port, APIKeyHeader, noKey.key))
 	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
 }
 
@@ -227,7 +228,7 @@ func TestJSONBodiesOnly(t *testing.T) {
 		{"json", false},
 		{"", false},
 	} {
-		h := headers("Content-Type", tc.contentType)
+		h := headers("Content-Type", tc.contentType, APIKeyHeader, e.key)
 		r := send(t, "POST", e.url+"/sinks/out/configs", "", createOutV1, h)
 		if tc.ok {
 			require.Equal(t, http.StatusOK, r.status, "case %d %q: %s", i, tc.contentType, r.body)
@@ -238,41 +239,37 @@ func TestJSONBodiesOnly(t *testing.T) {
 		requireError(t, r, http.StatusUnsupportedMediaType, codeUnsupportedMedia, "curl")
 	}
 	// Requests without a body need no Content-Type.
-	require.Equal(t, http.StatusNoContent, send(t, "POST", e.url+"/sinks/out/restart", "", "", nil).status)
-	require.Equal(t, http.StatusNoContent, send(t, "DELETE", e.url+"/sinks/out/configs?version=1", "", "", nil).status)
+	require.Equal(t, http.StatusNoContent, send(t, "POST", e.url+"/sinks/out/restart", "", "", headers(APIKeyHeader, e.key)).status)
+	require.Equal(t, http.StatusNoContent, send(t, "DELETE", e.url+"/sinks/out/configs?version=1", "", "", headers(APIKeyHeader, e.key)).status)
 }
 
-func TestExecSinksNeedAnAPIKey(t *testing.T) {
+func TestExecSinksNeedACredential(t *testing.T) {
 	t.Parallel()
 	const key = "Qz7-key"
 	e := newEnv(t, map[string]string{"out.toml": outTOML}, config.HTTP{})
 	mark := filepath.Join(t.TempDir(), "mark")
+	json := headers("Content-Type", "application/json")
 	for i, path := range []string{"exec", "EXEC", "libiggy_connector_exec_sink.so", "/opt/iggy/iggy-connector-exec.so", "iggy_connector_exec"} {
-		r := e.do("POST", "/sinks/hook-x/configs", strings.Replace(execBody(mark), `"exec"`, fmt.Sprintf("%q", path), 1))
-		requireError(t, r, http.StatusForbidden, codeAPIKeyRequired, "api_key")
-		m := r.object(t)
-		for _, want := range []string{"IGGY_CONNECTORS_HTTP_API_KEY", "exec sink", "--api-key"} {
-			require.Contains(t, m["reason"], want, "case %d %s", i, path)
-		}
+		body := strings.Replace(execBody(mark), `"exec"`, fmt.Sprintf("%q", path), 1)
+		r := send(t, "POST", e.url+"/sinks/hook-x/configs", "", body, json)
+		requireError(t, r, http.StatusUnauthorized, codeUnauthorized, "local token")
+		require.NotContains(t, string(r.body), e.key, "case %d: the answer does not give the token away", i)
 	}
-	require.Equal(t, http.StatusNotFound, e.do("GET", "/sinks/hook-x/configs", "").status)
-	// Other sinks are created as before; sources named exec are not sinks.
-	require.Equal(t, http.StatusOK, e.do("POST", "/sinks/counter/configs", createOutV1).status)
-	r := e.do("POST", "/sources/exec/configs", `{"path": "exec", "streams": [{"stream": "s", "topic": "t"}]}`)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	require.Equal(t, http.StatusNotFound, e.do("GET", "/sinks/hook-x/configs", "").status, "nothing stored")
 
-	// With a key the same request is accepted; the version it stored
-	// cannot be activated through a server without a key.
-	_, url := startServer(t, e.rt, config.HTTP{APIKey: key}, nil)
-	h := headers(APIKeyHeader, key, "Content-Type", "application/json")
-	r = send(t, "POST", url+"/sinks/hook-x/configs", "", execBody(mark), h)
+	// The owner, who holds the local token, creates and activates it.
+	r := e.do("POST", "/sinks/hook-x/configs", execBody(mark))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	r = send(t, "POST", url+"/sinks/hook-x/configs", "", execBody(mark), h)
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	require.EqualValues(t, 1, r.object(t)["version"])
-	requireError(t, e.do("PUT", "/sinks/hook-x/configs/active", `{"version": 0}`), http.StatusForbidden, codeAPIKeyRequired, "api_key")
-	r = send(t, "PUT", url+"/sinks/hook-x/configs/active", "", `{"version": 0}`, h)
+	r = e.do("PUT", "/sinks/hook-x/configs/active", `{"version": 0}`)
 	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+
+	// With api_key configured, the key is the credential and the local
+	// token is not written.
+	srv, url := startServer(t, e.rt, config.HTTP{APIKey: key}, nil)
+	require.Empty(t, srv.TokenPath())
+	requireError(t, send(t, "POST", url+"/sinks/hook-y/configs", "", execBody(mark), json), http.StatusUnauthorized, codeUnauthorized, "")
+	r = send(t, "POST", url+"/sinks/hook-y/configs", "", execBody(mark), headers(APIKeyHeader, key, "Content-Type", "application/json"))
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	require.NoFileExists(t, mark, "nothing was started")
 }
 

@@ -49,7 +49,7 @@ func (s *Server) info(i runtime.Info) connectorInfo {
 	out := connectorInfo{ID: s.id(i.Kind, i.Key), Key: i.Key, Name: i.Name, Path: i.Path,
 		Enabled: i.Enabled, Status: status(i.Status)}
 	if i.LastError != "" {
-		out.LastError = &connectorError{Message: i.LastError, Timestamp: micros(i.LastErrorAt)}
+		out.LastError = &connectorError{Message: config.RedactText(i.LastError), Timestamp: micros(i.LastErrorAt)}
 	}
 	if i.Config != nil {
 		out.PluginConfigFormat = string(i.Config.PluginConfigFormat)
@@ -75,7 +75,7 @@ func transforms(c *config.Connector) []transformInfo {
 	if c == nil {
 		return out
 	}
-	for _, t := range c.Transforms {
+	for _, t := range c.Redacted().Transforms {
 		cfg := t.Config
 		if cfg == nil {
 			cfg = map[string]any{"enabled": t.Enabled}
@@ -87,7 +87,7 @@ func transforms(c *config.Connector) []transformInfo {
 
 // field returns one field of a connector in upstream's JSON shape.
 func field(c *config.Connector, name string) (json.RawMessage, error) {
-	data, err := json.Marshal(c)
+	data, err := json.Marshal(c.Redacted())
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %q: %w", c.Type, c.Key, err)
 	}
@@ -103,14 +103,15 @@ func field(c *config.Connector, name string) (json.RawMessage, error) {
 }
 
 // configVersion is upstream's SinkConfigResponse / SourceConfigResponse:
-// the configuration (SinkConfig / SourceConfig) with "active" added.
+// the configuration (SinkConfig / SourceConfig) with "active" added, its
+// secrets redacted (config.Connector.Redacted; upstream sends them).
 type configVersion struct {
 	c      *config.Connector
 	active bool
 }
 
 func (v configVersion) MarshalJSON() ([]byte, error) {
-	data, err := json.Marshal(v.c)
+	data, err := json.Marshal(v.c.Redacted())
 	if err != nil {
 		return nil, err
 	}

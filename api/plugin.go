@@ -24,9 +24,8 @@ var pluginContentTypes = map[config.ConfigFormat]string{
 // getPluginConfig serves GET /{kind}s/{key}/configs/plugin?format=...:
 // the running configuration's plugin_config rendered as json, yaml, toml
 // or text (JSON sent as text/plain). The format defaults to the
-// connector's plugin_config_format, else toml, as upstream. Values are
-// sent as configured, credentials included, as upstream does: protect
-// the API with api_key.
+// connector's plugin_config_format, else toml, as upstream. Secrets are
+// redacted (upstream sends them as configured).
 func (s *Server) getPluginConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	i, err := s.running(kind, key)
@@ -50,7 +49,7 @@ func (s *Server) getPluginConfig(w http.ResponseWriter, r *http.Request, kind co
 	if format == "" {
 		format = config.FormatTOML
 	}
-	body, err := renderPluginConfig(i.Config.PluginConfig, format)
+	body, err := renderPluginConfig(i.Config.Redacted().PluginConfig, format)
 	if err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: codeError,
 			Reason: fmt.Sprintf("cannot convert the plugin_config of %s %q to %s: %v", kind, key, format, err), Err: err}

@@ -172,7 +172,7 @@ func TestReadEndpoints(t *testing.T) {
 	})
 
 	t.Run("plugin config", func(t *testing.T) {
-		want := map[string]any{"interval": "10ms", "password": "hunter2", "nested": map[string]any{"a": float64(1), "list": []any{"x", "y"}}}
+		want := map[string]any{"interval": "10ms", "password": "****", "nested": map[string]any{"a": float64(1), "list": []any{"x", "y"}}}
 		for i, tc := range []struct {
 			query, contentType string
 			decode             func([]byte) (map[string]any, error)

@@ -54,10 +54,7 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 // routeMetrics serves the runtime's Prometheus metrics at [http.metrics]
 // endpoint, exactly that path.
 func (s *Server) routeMetrics(mux *http.ServeMux) (err error) {
-	ep := s.cfg.Metrics.Endpoint
-	if ep == "" {
-		ep = "/metrics"
-	}
+	ep := s.metricsEndpoint()
 	switch {
 	case !strings.HasPrefix(ep, "/"):
 		return fmt.Errorf("api: http.metrics.endpoint %q: expected a path starting with \"/\"", ep)
@@ -82,4 +79,12 @@ func (s *Server) routeMetrics(mux *http.ServeMux) (err error) {
 	}
 	mux.Handle("GET "+pattern, m.Handler())
 	return nil
+}
+
+// metricsEndpoint is [http.metrics] endpoint, "/metrics" when empty.
+func (s *Server) metricsEndpoint() string {
+	if s.cfg.Metrics.Endpoint == "" {
+		return "/metrics"
+	}
+	return s.cfg.Metrics.Endpoint
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/apitoken"
 	"github.com/ferryhq/ferry/runtime"
 )
 
@@ -35,6 +36,9 @@ type Runtime interface {
 	Metrics() *runtime.Metrics
 	// StartedAt is when the runtime started.
 	StartedAt() time.Time
+	// Admit checks that the runtime could run a configuration, without
+	// running it.
+	Admit(c *config.Connector) error
 }
 
 var _ Runtime = (*runtime.Runtime)(nil)
@@ -45,6 +49,7 @@ type Option func(*options)
 type options struct {
 	version        string
 	restartTimeout time.Duration
+	tokenDir       string
 }
 
 // WithVersion sets the runtime version /stats reports (connectors_runtime_version
@@ -58,6 +63,12 @@ func WithRestartTimeout(d time.Duration) Option {
 	return func(o *options) { o.restartTimeout = d }
 }
 
+// WithTokenDir sets the directory of the local token, which the server
+// writes when [http] api_key is empty. Default apitoken.Dir(), the
+// directory the same user's ferry commands read
+// (~/.config/ferry/api).
+func WithTokenDir(dir string) Option { return func(o *options) { o.tokenDir = dir } }
+
 // Server is the management API server.
 type Server struct {
 	rt      Runtime
@@ -68,6 +79,13 @@ type Server struct {
 	tls     *tls.Config // nil without [http.tls]
 	probe   *probe
 	guard   *guard
+
+	// key is the credential every non-public request must carry: [http]
+	// api_key, or, when that is empty, the local token (localToken),
+	// written to tokenPath once the server listens.
+	key        string
+	localToken bool
+	tokenPath  string
 
 	idsMu sync.Mutex
 	ids   map[connector.Kind]map[string]uint32
@@ -98,12 +116,20 @@ func New(rt Runtime, cfg config.HTTP, logger *slog.Logger, opts ...Option) (*Ser
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.tokenDir == "" {
+		// An error here leaves the token unwritten: Start says so, and the
+		// API still requires it.
+		o.tokenDir, _ = apitoken.Dir()
+	}
 	if o.restartTimeout <= 0 {
 		return nil, fmt.Errorf("api: restart timeout %s: expected a duration above zero", o.restartTimeout)
 	}
 	s := &Server{rt: rt, cfg: cfg, log: logger.With("component", "api"), opts: o, probe: newProbe(),
 		ids:      map[connector.Kind]map[string]uint32{connector.KindSource: {}, connector.KindSink: {}},
-		restarts: map[string]*connLock{}}
+		restarts: map[string]*connLock{}, key: cfg.APIKey}
+	if s.key == "" {
+		s.key, s.localToken = apitoken.New(), true
+	}
 	if _, _, err := net.SplitHostPort(cfg.Address); err != nil {
 		return nil, fmt.Errorf("api: http.address %q: expected host:port such as \"127.0.0.1:8081\": %w", cfg.Address, err)
 	}
@@ -184,6 +210,9 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.ln = ln
 	s.guard.boundTo(ln.Addr())
+	if s.localToken {
+		s.writeToken(ln.Addr().String())
+	}
 	s.srv = &http.Server{
 		Handler:           s.accessLog(s.handler),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -195,6 +224,42 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { done <- srv.Serve(ln) }()
 	s.log.Info("management API listening", "url", scheme+"://"+ln.Addr().String())
 	return nil
+}
+
+// writeToken stores the local token where the same user's ferry commands
+// find it. Failing that, the API keeps requiring the token, which nobody
+// then has: only the public paths answer.
+func (s *Server) writeToken(addr string) {
+	if s.opts.tokenDir == "" {
+		s.log.Error("management API: no directory for the local token (no home directory?); only /, /health and the public reads answer; set [http] api_key to use the API")
+		return
+	}
+	path, err := apitoken.Write(s.opts.tokenDir, addr, s.key)
+	if err != nil {
+		s.log.Error("management API: the local token could not be written; only /, /health and the public reads answer; set [http] api_key to use the API", "error", err)
+		return
+	}
+	s.tokenPath = path
+	s.log.Info("management API token written (no [http] api_key): ferry commands of this user use it", "path", path)
+}
+
+// removeToken deletes the token file, unless another runtime has written
+// its own since.
+func (s *Server) removeToken() {
+	if s.tokenPath == "" {
+		return
+	}
+	if err := apitoken.Remove(s.tokenPath, s.key); err != nil {
+		s.log.Warn("management API: the local token file could not be removed", "error", err)
+	}
+}
+
+// TokenPath is the file holding the local token once the server listens,
+// or "" (with [http] api_key, or when it could not be written).
+func (s *Server) TokenPath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenPath
 }
 
 // Addr is the bound address (host:port) once started, else "".
@@ -223,6 +288,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if srv == nil {
 		return nil
 	}
+	s.removeToken()
 	err := srv.Shutdown(ctx)
 	if err != nil {
 		_ = srv.Close()

@@ -144,15 +144,16 @@ func TestLifecycle(t *testing.T) {
 func TestMetricsEndpoint(t *testing.T) {
 	t.Parallel()
 	rt := unstarted(t)
-	_, url := startServer(t, rt, config.HTTP{Metrics: config.HTTPMetrics{Enabled: true, Endpoint: "/prom/"}}, nil)
+	srv, url := startServer(t, rt, config.HTTP{Metrics: config.HTTPMetrics{Enabled: true, Endpoint: "/prom/"}, PublicReads: true}, nil)
 	r := request(t, http.DefaultClient, "GET", url+"/prom/", "", nil)
-	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, http.StatusOK, r.status, "public without the token")
 	require.Contains(t, string(r.body), "iggy_connectors_sinks_total 0\n")
-	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/prom/x", "", nil).status, "the exact path only")
-	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/metrics", "", nil).status)
+	tok := headers(APIKeyHeader, localToken(t, srv))
+	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/prom/x", "", tok).status, "the exact path only")
+	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/metrics", "", tok).status)
 
-	_, url = startServer(t, rt, config.HTTP{Metrics: config.HTTPMetrics{Enabled: false}}, nil)
-	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/metrics", "", nil).status, "metrics disabled")
+	srv, url = startServer(t, rt, config.HTTP{Metrics: config.HTTPMetrics{Enabled: false}}, nil)
+	require.Equal(t, http.StatusNotFound, request(t, http.DefaultClient, "GET", url+"/metrics", "", headers(APIKeyHeader, localToken(t, srv))).status, "metrics disabled")
 }
 
 func TestStartupWarnings(t *testing.T) {

@@ -155,6 +155,9 @@ func (r *Runtime) resolvePaths() {
 	}
 	r.State.Path = resolvePath(dir, r.State.Path, false)
 	r.Connectors.ConfigDir = resolvePath(dir, r.Connectors.ConfigDir, true)
+	for i, d := range r.Connectors.AllowedDirs {
+		r.Connectors.AllowedDirs[i] = resolvePath(dir, d, true)
+	}
 	r.Iggy.TLS.CAFile = resolvePath(dir, r.Iggy.TLS.CAFile, true)
 	r.HTTP.TLS.CertFile = resolvePath(dir, r.HTTP.TLS.CertFile, true)
 	r.HTTP.TLS.KeyFile = resolvePath(dir, r.HTTP.TLS.KeyFile, true)

@@ -28,8 +28,9 @@ func TestLoadUpstreamExample(t *testing.T) {
 			AllowedOrigins: []string{"https://console.example.org"}, AllowedHeaders: []string{"content-type", "api-key"},
 			ExposedHeaders: []string{""}, AllowCredentials: true,
 		},
-		Metrics: HTTPMetrics{Enabled: true, Endpoint: "/prom"},
-		TLS:     HTTPTLS{CertFile: filepath.Join(dir, "certs/runtime_cert.pem"), KeyFile: filepath.Join(dir, "certs/runtime_key.pem")},
+		Metrics:     HTTPMetrics{Enabled: true, Endpoint: "/prom"},
+		PublicReads: true,
+		TLS:         HTTPTLS{CertFile: filepath.Join(dir, "certs/runtime_cert.pem"), KeyFile: filepath.Join(dir, "certs/runtime_key.pem")},
 	}, rt.HTTP)
 	require.Equal(t, Iggy{
 		Address: "iggy.internal:8090", Username: "connector-bot", Password: "hunter2-iggy",

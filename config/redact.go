@@ -78,9 +78,17 @@ func redactedURLString(s string) string {
 func redactPlain(v any, secret bool) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// A {key|name = "api_token", value = ...} pair (add_fields'
+		// fields, header lists) names its secret in a sibling.
+		pairSecret := false
+		for _, n := range []string{"key", "name"} {
+			if s, ok := x[n].(string); ok && looksSecret(s) {
+				pairSecret = true
+			}
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = redactPlain(e, secret || looksSecret(k))
+			out[k] = redactPlain(e, secret || looksSecret(k) || (pairSecret && k == "value"))
 		}
 		return out
 	case []any:
@@ -332,3 +340,90 @@ func (c Connector) String() string { return renderText(c.LogValue()) }
 
 // GoString is String, so %#v does not print secrets.
 func (c Connector) GoString() string { return c.String() }
+
+// urlUserinfo finds "scheme://user:password@" inside free text.
+var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*):[^@\s/]*@`)
+
+// RedactText hides credentials inside free text such as an error
+// message: passwords in URLs ("scheme://user:password@") and
+// "password=..." pairs of DSNs.
+func RedactText(s string) string {
+	s = urlUserinfo.ReplaceAllString(s, "${1}:"+Redacted+"@")
+	return dsnPassword.ReplaceAllString(s, "${1}="+Redacted)
+}
+
+// Redacted returns a copy of c for API answers: plugin_config and
+// transform values whose keys look secret (password, token, api_key,
+// Authorization, ...) become Redacted, and credentials inside URLs and
+// DSNs are hidden, whether they came from a file or from an
+// IGGY_CONNECTORS_*_PLUGIN_CONFIG_* variable. c is not changed.
+func (c *Connector) Redacted() *Connector {
+	out := *c
+	if c.PluginConfig != nil {
+		out.PluginConfig = redactPlain(c.PluginConfig, false).(map[string]any)
+	}
+	out.Transforms = make([]Transform, len(c.Transforms))
+	for i, t := range c.Transforms {
+		out.Transforms[i] = t
+		if t.Config != nil {
+			out.Transforms[i].Config = redactPlain(t.Config, false).(map[string]any)
+		}
+	}
+	return &out
+}
+
+// Unredact undoes, in a configuration sent back to the API, what
+// Redacted hid: every string value of plugin_config and transforms that
+// equals the redacted form of the value at the same place in old (the
+// version it was read from) takes old's value again, so a client can read
+// a configuration, change one field and store it without knowing the
+// secrets. Values the client did change are kept as sent.
+func Unredact(c, old *Connector) {
+	if old == nil {
+		return
+	}
+	if c.PluginConfig != nil && old.PluginConfig != nil {
+		unredactMap(c.PluginConfig, old.PluginConfig, false)
+	}
+	for i := range c.Transforms {
+		for _, o := range old.Transforms {
+			if o.Name == c.Transforms[i].Name && c.Transforms[i].Config != nil && o.Config != nil {
+				unredactMap(c.Transforms[i].Config, o.Config, false)
+			}
+		}
+	}
+}
+
+func unredactMap(m, old map[string]any, secret bool) {
+	pairSecret := false
+	for _, n := range []string{"key", "name"} {
+		if s, ok := old[n].(string); ok && looksSecret(s) {
+			pairSecret = true
+		}
+	}
+	for k, v := range m {
+		if o, ok := old[k]; ok {
+			m[k] = unredactValue(v, o, secret || looksSecret(k) || (pairSecret && k == "value"))
+		}
+	}
+}
+
+func unredactValue(v, old any, secret bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if o, ok := old.(map[string]any); ok {
+			unredactMap(x, o, secret)
+		}
+	case []any:
+		if o, ok := old.([]any); ok && len(o) == len(x) {
+			for i := range x {
+				x[i] = unredactValue(x[i], o[i], secret)
+			}
+		}
+	case string:
+		if redactPlain(old, secret) == x && old != any(x) {
+			return old
+		}
+	}
+	return v
+}

@@ -62,12 +62,22 @@ type IggyTLS struct {
 
 // HTTP is the [http] section: the runtime's management API.
 type HTTP struct {
-	Enabled bool        `toml:"enabled"`
-	Address string      `toml:"address"`
-	APIKey  string      `toml:"api_key" cfg:"secret"` // sent as the api-key header; empty disables auth
+	Enabled bool   `toml:"enabled"`
+	Address string `toml:"address"`
+	// APIKey is the key every request must carry in the api-key header
+	// (upstream). Ferry: when empty, the API is not open as upstream's
+	// is; the runtime makes a local token at start, readable only by its
+	// own user, and requires it instead (see package api).
+	APIKey  string      `toml:"api_key" cfg:"secret"`
 	CORS    CORS        `toml:"cors"`
 	Metrics HTTPMetrics `toml:"metrics"`
 	TLS     HTTPTLS     `toml:"tls"`
+	// PublicReads (Ferry extension) serves GET /stats and the metrics
+	// endpoint without a credential when api_key is empty, for
+	// Prometheus scrapers and dashboards; false requires the local token
+	// for them too. GET / and /health are always public; with api_key
+	// set, everything else needs the key, as upstream.
+	PublicReads bool `toml:"public_reads"`
 }
 
 // CORS is [http.cors].
@@ -100,6 +110,12 @@ type Connectors struct {
 	ConfigType ProviderType `toml:"config_type"`
 	// local
 	ConfigDir string `toml:"config_dir"`
+	// AllowedDirs (Ferry extension), when set, are the only directories
+	// under which connectors may read or write files; relative entries
+	// resolve against config.toml's directory. Whatever it says,
+	// connectors never touch config_dir, config.toml, the .env file and
+	// the state directory.
+	AllowedDirs []string `toml:"allowed_dirs"`
 	// http
 	BaseURL        string            `toml:"base_url"`
 	Timeout        time.Duration     `toml:"timeout"`
@@ -196,7 +212,8 @@ func Default() *Runtime {
 				AllowedOrigins: []string{"*"},
 				AllowedHeaders: []string{"content-type"},
 			},
-			Metrics: HTTPMetrics{Endpoint: "/metrics"},
+			Metrics:     HTTPMetrics{Endpoint: "/metrics"},
+			PublicReads: true,
 		},
 		Iggy: Iggy{Username: "iggy", Password: "iggy"},
 		Connectors: Connectors{

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 // ActiveVersionsFile is the file in config_dir that records the active
@@ -191,7 +193,7 @@ func (s *Store) Create(ctx context.Context, c *Connector) (*Connector, error) {
 	if _, err := os.Lstat(file); err == nil {
 		return nil, fmt.Errorf("create %s: the file exists but does not hold a readable version %d; move it away: %w", file, next, fs.ErrExist)
 	}
-	if err := writeFileAtomic(file, data, 0o600); err != nil {
+	if err := fsx.WriteFile(file, data, 0o600); err != nil {
 		return nil, err
 	}
 	saved, _, err := s.readFile(file)
@@ -263,7 +265,7 @@ func (s *Store) Delete(ctx context.Context, kind Kind, key string, version uint6
 	if err := os.Remove(vs[i].File); err != nil {
 		return fmt.Errorf("delete %s %q version %d: %w", kind, key, version, err)
 	}
-	return syncDir(s.dir)
+	return fsx.SyncDir(s.dir)
 }
 
 // ConnectorDeleter is implemented by providers that can delete a
@@ -316,5 +318,5 @@ func (s *Store) DeleteConnector(ctx context.Context, kind Kind, key string) erro
 			return fmt.Errorf("delete %s %q: %w", kind, key, err)
 		}
 	}
-	return syncDir(s.dir)
+	return fsx.SyncDir(s.dir)
 }

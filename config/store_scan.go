@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 type connID struct {
@@ -271,7 +273,7 @@ func (s *Store) writeActive(av *activeVersions) error {
 			fmt.Fprintf(&buf, "%s = %d\n", quoteKey(k), sec.m[k])
 		}
 	}
-	return writeFileAtomic(s.activePath(), buf.Bytes(), 0o644)
+	return fsx.WriteFile(s.activePath(), buf.Bytes(), 0o644)
 }
 
 func cmpOr[T comparable](v, def T) T {
@@ -280,48 +282,4 @@ func cmpOr[T comparable](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// writeFileAtomic writes data to file through a hidden temporary file in
-// the same directory, synced and renamed into place, so readers see the
-// old contents or the new, never a part.
-func writeFileAtomic(file string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	if err = os.Rename(tmp.Name(), file); err != nil {
-		return fmt.Errorf("write %s: %w", file, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }

@@ -26,6 +26,10 @@ type Config struct {
 	// Verbose asks the connector to log each message it handles (upstream's
 	// `verbose = true`).
 	Verbose bool
+	// Paths says which files the connector may read and write: a
+	// connector that opens files named by its configuration checks each
+	// path with Paths.Check first.
+	Paths Paths
 }
 
 // PluginConfig holds a connector's [plugin_config] table as it was parsed.

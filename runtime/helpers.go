@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,9 +38,15 @@ func transformSpecs(c *config.Connector) []transform.Spec {
 }
 
 func connectorConfig(m *managed, c *config.Connector) connector.Config {
+	return m.rt.connectorConfig(c, m.log)
+}
+
+// connectorConfig is what the constructor of c's connector receives.
+func (r *Runtime) connectorConfig(c *config.Connector, log *slog.Logger) connector.Config {
 	return connector.Config{
-		Key: c.Key, Name: c.Name, Verbose: c.Verbose, Logger: m.log,
+		Key: c.Key, Name: c.Name, Verbose: c.Verbose, Logger: log,
 		Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: c.File},
+		Paths:  r.paths(),
 	}
 }
 

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/transform"
+)
+
+// Admit checks that the runtime could run c, without running it: its
+// path names a connector of its kind, its transforms and stream schemas
+// build, and the connector's constructor accepts its plugin_config
+// (including the files it names: see connector.Paths). The API calls it
+// before it stores, activates or restarts a configuration, so that no way
+// in loads a connector that creating it would refuse.
+func (r *Runtime) Admit(c *config.Connector) error {
+	kind := connector.Kind(c.Type)
+	info, ok := r.opts.Registry.Lookup(kind, c.Path)
+	if !ok {
+		return fmt.Errorf("path %q names no %s connector (built in: %s)", c.Path, kind, names(r.opts.Registry, kind))
+	}
+	if _, err := transform.Build(transformSpecs(c)); err != nil {
+		return err
+	}
+	if kind == connector.KindSource {
+		for i, p := range c.Producers {
+			if _, err := streamCodec(c, i, p.Schema, p.AvroSchemaJSON, p.AvroSchemaPath, p.StreamSchema); err != nil {
+				return err
+			}
+		}
+	} else {
+		for i, cs := range c.Consumers {
+			if _, err := streamCodec(c, i, cs.Schema, cs.AvroSchemaJSON, cs.AvroSchemaPath, cs.StreamSchema); err != nil {
+				return err
+			}
+		}
+	}
+	cc := r.connectorConfig(c, slog.New(slog.DiscardHandler))
+	return safely(func() error {
+		var err error
+		if kind == connector.KindSource {
+			_, err = info.NewSource(cc)
+		} else {
+			_, err = info.NewSink(cc)
+		}
+		return err
+	})
+}
