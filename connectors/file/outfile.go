@@ -83,6 +83,9 @@ func (s *Sink) file(path string) (*outFile, error) {
 // to its last complete record: for the line formats, past its last "\n";
 // for raw, to the size its sidecar recorded.
 func (s *Sink) openFile(path string) (*outFile, error) {
+	if err := s.paths.Check(path); err != nil {
+		return nil, err
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create directory %s: %w", dir, err)

@@ -32,6 +32,7 @@ type Sink struct {
 	rotateSize  int64
 	rotateEvery time.Duration
 	maxOpen     int
+	paths       connector.Paths // where the runtime lets connectors write
 	log         *slog.Logger
 	now         func() time.Time // tests replace it
 
@@ -64,8 +65,11 @@ func newSink(cfg connector.Config) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
 	}
+	if err := cfg.Paths.Check(tmpl.fixedDir()); err != nil {
+		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
+	}
 	s := &Sink{tmpl: tmpl, format: FormatNDJSON, maxOpen: DefaultMaxOpenFiles, now: time.Now,
-		files: map[string]*outFile{}, cutTo: map[string]int64{}, log: cfg.Logger}
+		files: map[string]*outFile{}, cutTo: map[string]int64{}, log: cfg.Logger, paths: cfg.Paths}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy/wire"
@@ -55,6 +57,13 @@ const (
 // is not valid JSON; its value is "json".
 const InvalidHeader = "ferry.invalid"
 
+// PositionHeader is on every message of the source, first: where it
+// starts, "<path> at byte <offset>" (a path too long for a header value's
+// 255 bytes loses its beginning to "..."). It is the runtime's
+// HeaderSourcePosition: the runtime does not send it on to the stream,
+// and keeps it on the dead letter of a message that cannot be sent.
+const PositionHeader = "ferry.source.position"
+
 // Source defaults.
 const (
 	DefaultPollInterval    = 250 * time.Millisecond
@@ -82,9 +91,12 @@ type sourceSettings struct {
 
 // Source is the file source.
 type Source struct {
-	cfg sourceSettings
-	log *slog.Logger
-	now func() time.Time
+	cfg   sourceSettings
+	log   *slog.Logger
+	now   func() time.Time
+	paths connector.Paths // where the runtime lets connectors read
+	// refused are matched paths that paths refuses, warned about once.
+	refused map[string]bool
 
 	files    map[ident]*tracked
 	order    []*tracked // by path
@@ -121,6 +133,9 @@ func newSource(cfg connector.Config) (*Source, error) {
 	for _, g := range c.Paths {
 		if _, err := filepath.Match(g, ""); err != nil || g == "" {
 			return nil, fmt.Errorf("%s: %q is not a valid path or glob", where(p, "paths"), g)
+		}
+		if err := cfg.Paths.CheckPattern(g); err != nil {
+			return nil, fmt.Errorf("%s: %w", where(p, "paths"), err)
 		}
 	}
 	s.paths = c.Paths
@@ -183,7 +198,7 @@ func newSource(cfg connector.Config) (*Source, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{cfg: s, log: log, now: time.Now, files: map[ident]*tracked{}}, nil
+	return &Source{cfg: s, log: log, now: time.Now, files: map[ident]*tracked{}, paths: cfg.Paths, refused: map[string]bool{}}, nil
 }
 
 // Open restores the files' offsets from state.
@@ -237,6 +252,9 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 type batch struct {
 	connector.Batch
 	arena    []byte // payloads are slices of it
+	meta     []byte // PositionHeader values are slices of it
+	headers  []wire.Entry
+	posKey   wire.Value
 	max      int
 	maxBytes int
 	changed  bool // offsets moved without messages (skipped lines, resets)
@@ -244,17 +262,41 @@ type batch struct {
 
 func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >= b.maxBytes }
 
-// add appends a message with a copy of payload and, when pathHeader is
-// set, a header naming the file; extra headers follow.
-func (b *batch) add(payload []byte, pathHeader, path string, extra ...wire.Entry) {
+// add appends a message with a copy of payload, found at offset in the
+// file at path, with the PositionHeader and, when pathHeader is set, a
+// header naming the file; extra headers follow.
+func (b *batch) add(payload []byte, pathHeader, path string, offset int64, extra ...wire.Entry) {
 	start := len(b.arena)
 	b.arena = append(b.arena, payload...)
 	m := connector.Message{Payload: b.arena[start:len(b.arena):len(b.arena)]}
-	if pathHeader != "" {
-		m.Headers = []wire.Entry{wire.Header(pathHeader, wire.StringValue(path))}
+	if b.posKey.Data == nil {
+		b.posKey = wire.StringValue(PositionHeader)
 	}
-	m.Headers = append(m.Headers, extra...)
+	h := len(b.headers)
+	b.headers = append(b.headers, wire.Entry{Key: b.posKey, Value: b.position(path, offset)})
+	if pathHeader != "" {
+		b.headers = append(b.headers, wire.Header(pathHeader, wire.StringValue(path)))
+	}
+	b.headers = append(b.headers, extra...)
+	m.Headers = b.headers[h:len(b.headers):len(b.headers)]
 	b.Messages = append(b.Messages, m)
+}
+
+// position is the PositionHeader value of offset in path.
+func (b *batch) position(path string, offset int64) wire.Value {
+	const sep, cut = " at byte ", "..."
+	var num [20]byte
+	n := strconv.AppendInt(num[:0], offset, 10)
+	start := len(b.meta)
+	if over := len(path) + len(sep) + len(n) - 255; over > 0 {
+		i := min(over+len(cut), len(path))
+		for i < len(path) && !utf8.RuneStart(path[i]) {
+			i++
+		}
+		b.meta, path = append(b.meta, cut...), path[i:]
+	}
+	b.meta = append(append(append(b.meta, path...), sep...), n...)
+	return wire.Value{Kind: wire.KindString, Data: b.meta[start:len(b.meta):len(b.meta)]}
 }
 
 // fill reads from the files in turn, starting after the one that went

@@ -2,6 +2,7 @@ package file
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,19 @@ func parseTemplate(s, key string) (template, error) {
 		s = s[i+j+1:]
 	}
 	return t, nil
+}
+
+// fixedDir is the directory every rendered path lies in: the directory
+// of the literal text before the first placeholder ("." when the path
+// starts with one).
+func (t template) fixedDir() string {
+	if len(t.parts) == 1 && t.parts[0].ph == "" {
+		return t.parts[0].lit
+	}
+	if len(t.parts) == 0 || t.parts[0].ph != "" {
+		return "."
+	}
+	return filepath.Dir(t.parts[0].lit + "x")
 }
 
 // render is the path for a message of b; ts is the message's broker

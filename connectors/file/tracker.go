@@ -57,6 +57,13 @@ func (s *Source) scan() {
 			if err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
+			if err := s.paths.Check(p); err != nil {
+				if !s.refused[p] {
+					s.refused[p] = true
+					s.log.Warn("file source: not reading a file the runtime protects", "path", p, "error", err)
+				}
+				continue
+			}
 			id := identOf(p, fi)
 			if _, dup := found[id]; !dup {
 				found[id] = match{p, fi}
@@ -320,13 +327,13 @@ func (s *Source) emit(t *tracked, l line, b *batch) bool {
 		if !json.Valid(data) {
 			return s.invalid(t, l.start, l.end, b, "line is not valid JSON", data)
 		}
-		b.add(data, s.cfg.pathHeader, t.st.Path)
+		b.add(data, s.cfg.pathHeader, t.st.Path, l.start)
 	default:
 		if len(l.data) == 0 {
 			b.changed = true // Iggy refuses empty payloads
 			break
 		}
-		b.add(l.data, s.cfg.pathHeader, t.st.Path)
+		b.add(l.data, s.cfg.pathHeader, t.st.Path, l.start)
 	}
 	t.st.Offset = l.end
 	return true
@@ -347,7 +354,7 @@ func (s *Source) invalid(t *tracked, start, end int64, b *batch, reason string, 
 		return false
 	case s.cfg.onInvalid == OnInvalidRaw && data != nil:
 		s.log.Warn(reason+"; sent as it is, with header "+InvalidHeader, "path", t.st.Path, "offset", start)
-		b.add(data, s.cfg.pathHeader, t.st.Path, wire.Header(InvalidHeader, wire.StringValue("json")))
+		b.add(data, s.cfg.pathHeader, t.st.Path, start, wire.Header(InvalidHeader, wire.StringValue("json")))
 	default:
 		s.skipped++
 		s.log.Warn(reason+"; skipped", "path", t.st.Path, "offset", start, "bytes", end-start,
@@ -393,7 +400,7 @@ func (s *Source) readWhole(t *tracked, b *batch) {
 	case len(data) == 0:
 		b.changed = true // Iggy refuses empty payloads
 	default:
-		b.add(data, s.cfg.pathHeader, t.st.Path)
+		b.add(data, s.cfg.pathHeader, t.st.Path, 0)
 	}
 }
 
