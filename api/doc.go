@@ -49,15 +49,30 @@
 //     */*+json): 415 unsupported_media_type otherwise, as upstream's JSON
 //     extractor answers. Browsers can send text/plain and form bodies
 //     without asking (no preflight), never JSON.
-//   - Exec sinks: creating (POST .../configs) or activating (PUT
-//     .../configs/active) a sink whose path is "exec" is refused (403
-//     api_key_required) unless api_key is set: an exec sink runs shell
-//     commands, so the API that creates one must not be open to anyone who
-//     reaches it. Hooks (ferry hook) therefore need a runtime with a key.
 //
-// Cross-cutting behaviour follows the [http] section: when api_key is set,
-// every request but GET / and GET /health must carry it in the api-key
-// header (compared in constant time); [http.cors] answers preflight
+// A credential, always (Ferry; upstream's API is open without api_key):
+// the API can write files and run commands as the runtime's user, so it
+// never answers a caller without one. With [http] api_key every request
+// but GET / and /health carries the key in the api-key header (compared in
+// constant time), as upstream. Without it, the server makes a random
+// local token when it starts and writes it, mode 0600, to
+// ~/.config/ferry/api/<host>_<port>.token (package internal/apitoken),
+// where ferry commands run by the same user find it; everyone else is
+// refused (401 unauthorized). GET /stats and the metrics endpoint, which
+// hold no secrets, stay open without api_key unless [http] public_reads =
+// false, for scrapers and dashboards.
+//
+// What the API stores and starts passes one check: creating a version
+// (POST .../configs), activating one (PUT .../configs/active) and
+// restarting a connector (which loads its active version) all refuse,
+// with 400 invalid_configuration, a configuration the runtime would not
+// run (runtime.Admit): an unknown path, transforms or schemas that do not
+// build, a plugin_config the connector rejects, files inside the
+// runtime's own directories (connector.Paths). Answers redact secrets
+// (config.Connector.Redacted); a configuration read, edited and posted
+// back gets them again from its version (config.Unredact).
+//
+// Cross-cutting behaviour follows the [http] section: [http.cors] answers preflight
 // requests and decorates responses as upstream's CORS layer does; [http.tls]
 // serves HTTPS. At startup the server warns, like upstream, when it is
 // reachable beyond loopback without an API key or without TLS, and when

@@ -19,7 +19,7 @@ func containmentWarnings(ctx context.Context, c config.HTTP) []string {
 	noKey := c.APIKey == ""
 	exposed := beyondLoopback(ctx, c.Address)
 	if noKey && exposed {
-		out = append(out, "management API on "+c.Address+" has no http.api_key: anyone who reaches it can read and rewrite every connector configuration and restart connectors; set api_key, or bind to 127.0.0.1")
+		out = append(out, "management API on "+c.Address+" has no http.api_key: it accepts only the local token, which only this machine's user running Ferry can read, so other hosts cannot use it; set api_key to manage it from elsewhere, or bind to 127.0.0.1")
 	}
 	if noKey && c.CORS.Enabled && allowsUnownedOrigin(c.CORS.AllowedOrigins) {
 		out = append(out, `management API has http.cors allowing "*" or "null" origins and no http.api_key: any web page the operator opens can read and change its configuration; set api_key or list the origins you own`)

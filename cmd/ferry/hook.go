@@ -57,10 +57,12 @@ command is retried (--max-retries), then sent to the dead-letter topic
 A new hook starts at the first message the topic holds (a hook created again
 under the same name goes on where its consumer group hook-NAME stopped).
 
-The runtime creates hooks only when it has an API key ([http] api_key, or
-IGGY_CONNECTORS_HTTP_API_KEY), since a hook runs commands; pass the same key
-with --api-key or $FERRY_API_KEY. Commands do not see the runtime's Ferry
-and Iggy secrets (IGGY_CONNECTORS_*, IGGY_PASSWORD, IGGY_TOKEN, FERRY_*).`,
+The API needs a credential, since a hook runs commands: a runtime without
+[http] api_key writes a local token that only its user can read, and ferry
+commands of that user send it by themselves; with api_key, pass the key with
+--api-key or $FERRY_API_KEY (or the runtime's config.toml with --config).
+Commands do not see the runtime's Ferry and Iggy secrets (IGGY_CONNECTORS_*,
+IGGY_PASSWORD, IGGY_TOKEN, FERRY_*).`,
 	}
 	f.register(cmd)
 	cmd.AddCommand(newHookCreateCmd(f), newHookListCmd(f), newHookGetCmd(f), newHookDeleteCmd(f))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,27 +230,56 @@ func TestHookCommandsOnARunningRuntime(t *testing.T) {
 	require.Contains(t, mustHook("list"), "no hooks")
 }
 
-// TestHookNeedsAnAPIKey: a runtime without an API key refuses to create a
-// hook (an exec sink runs commands), and the CLI says how to give it one;
-// nothing is left behind.
-func TestHookNeedsAnAPIKey(t *testing.T) {
+// TestHookThroughTheLocalToken: a runtime without an API key still
+// requires a credential, its local token; the user who runs it creates
+// hooks with no key flag or variable (the CLI finds the token), the hook
+// runs, and a wrong key or another user is refused with a reason.
+func TestHookThroughTheLocalToken(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	live := startLiveRuntimeKey(t, dir, "")
+	received := filepath.Join(dir, "received")
+	out, err := ferry(t, "", "hook", "create", "local", "t", `printf '%s\n' {payload} >> `+received, "--api", live.url)
+	require.NoError(t, err)
+	require.Contains(t, out, "hook local created")
+	live.send(t, "hooks", "t", "via the local token")
+	waitFor(t, "the hook ran", fileHas(received, "via the local token"))
+
 	mark := filepath.Join(dir, "ran")
-	_, err := ferry(t, "", "hook", "create", "h", "t", "touch "+mark, "--api", live.url)
+	_, err = ferry(t, "", "hook", "create", "h", "t", "touch "+mark, "--api", live.url, "--api-key", "guess")
 	require.Error(t, err)
 	require.Equal(t, 1, exitCode(err))
-	for _, want := range []string{"has no API key", "IGGY_CONNECTORS_HTTP_API_KEY", "--api-key", "$FERRY_API_KEY"} {
-		require.ErrorContains(t, err, want)
-	}
+	require.ErrorContains(t, err, "refused the key from --api-key")
 	require.NotContains(t, err.Error(), "\n")
-	files, err := filepath.Glob(filepath.Join(dir, "connectors", "*hook-h*"))
+
+	// Another user: its own configuration home has no token, and the
+	// owner's cannot be read.
+	if os.Geteuid() != 0 {
+		t.Skip("running a command as another user needs root")
+	}
+	owners, err := os.UserConfigDir()
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "ferry.test")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+	for d := filepath.Dir(bin); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	for _, home := range []string{t.TempDir(), owners} {
+		require.NoError(t, os.Chmod(home, 0o777))
+		args, _ := json.Marshal([]string{"hook", "create", "intruder", "t", "touch " + mark, "--api", live.url})
+		cmd := exec.Command(bin)
+		cmd.Env = []string{envRunCLI + "=" + string(args), "XDG_CONFIG_HOME=" + home, "HOME=/nonexistent", "PATH=/usr/bin:/bin"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s", out)
+		require.Contains(t, string(out), "refused the request: no credential was sent", "config home %s", home)
+		require.Contains(t, string(out), "run this command as that user")
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "connectors", "*intruder*"))
 	require.NoError(t, err)
 	require.Empty(t, files)
-	out, err := ferry(t, "", "hook", "list", "--api", live.url)
-	require.NoError(t, err, "reading works without a key")
-	require.Contains(t, out, "no hooks")
 	require.NoFileExists(t, mark)
 }
 

@@ -7,10 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/internal/apitoken"
 	"github.com/spf13/cobra"
 )
 
@@ -20,41 +26,94 @@ const DefaultAPI = "http://127.0.0.1:8081"
 // apiClient talks to a running runtime's management API.
 type apiClient struct {
 	url, key string
+	keyFrom  string // where key came from, for error messages
 	http     *http.Client
 }
 
 // apiFlags are the flags every command that uses the runtime API shares.
 type apiFlags struct {
-	url, key string
-	json     bool
+	url, key, config string
+	json             bool
 }
 
 func (f *apiFlags) register(cmd *cobra.Command) {
 	p := cmd.PersistentFlags()
-	p.StringVar(&f.url, "api", "", "the runtime's management API (default $FERRY_API_URL, else "+DefaultAPI+")")
+	p.StringVar(&f.url, "api", "", "the runtime's management API (default $FERRY_API_URL, else [http] address of --config, else "+DefaultAPI+")")
 	// The key's default is read in client, not shown: cobra prints flag
 	// defaults in --help.
-	p.StringVar(&f.key, "api-key", "", "the API key, when [http] api_key is set (default $FERRY_API_KEY)")
+	p.StringVar(&f.key, "api-key", "", "the API key (default $FERRY_API_KEY, else [http] api_key of --config, else the runtime's local token)")
+	p.StringVar(&f.config, "config", "", "the runtime's config.toml, to read its API address and key from (default $"+config.EnvConfigPath+" when set)")
 	p.BoolVar(&f.json, "json", false, "print JSON for scripts")
 }
 
+// client finds the API and its credential: --api / $FERRY_API_URL, else
+// the [http] address of the runtime's config.toml (--config or
+// $IGGY_CONNECTORS_CONFIG_PATH), else the default address; --api-key /
+// $FERRY_API_KEY, else the config's api_key, else the local token that a
+// runtime without api_key wrote for that address (readable only by the
+// user who runs it: internal/apitoken).
 func (f *apiFlags) client() (*apiClient, error) {
-	u := strings.TrimRight(strings.TrimSpace(orEnv(f.url, "FERRY_API_URL", DefaultAPI)), "/")
+	var rc *config.Runtime
+	if file := config.ConfigPath(f.config, config.OSEnv()); file != "" {
+		var err error
+		if rc, err = config.Load(file); err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+	}
+	def := DefaultAPI
+	if rc != nil && rc.HTTP.Address != "" {
+		scheme := "http://"
+		if rc.HTTP.TLS.Enabled {
+			scheme = "https://"
+		}
+		def = scheme + rc.HTTP.Address
+	}
+	u := strings.TrimRight(strings.TrimSpace(orEnv(f.url, "FERRY_API_URL", def)), "/")
 	if u == "" {
 		return nil, usageError{errors.New("--api is empty; want a URL such as " + DefaultAPI)}
 	}
 	if !strings.Contains(u, "://") {
 		u = "http://" + u
 	}
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
 		return nil, usageError{fmt.Errorf("--api %q: want an http:// or https:// URL", f.url)}
 	}
-	return &apiClient{url: u, key: orEnv(f.key, "FERRY_API_KEY", ""), http: &http.Client{Timeout: 90 * time.Second}}, nil
+	c := &apiClient{url: u, http: &http.Client{Timeout: 90 * time.Second}}
+	switch {
+	case f.key != "":
+		c.key, c.keyFrom = f.key, "--api-key"
+	case os.Getenv("FERRY_API_KEY") != "":
+		c.key, c.keyFrom = os.Getenv("FERRY_API_KEY"), "$FERRY_API_KEY"
+	case rc != nil && rc.HTTP.APIKey != "":
+		c.key, c.keyFrom = rc.HTTP.APIKey, "[http] api_key of "+rc.File
+	default:
+		c.key, c.keyFrom = localToken(parsed)
+	}
+	return c, nil
 }
 
-// codeAPIKeyRequired is the API's answer to creating an exec sink (a hook)
-// on a runtime without an API key.
-const codeAPIKeyRequired = "api_key_required"
+// localToken reads the token a runtime without api_key wrote for the
+// API at u; "" and why when there is none.
+func localToken(u *url.URL) (token, from string) {
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	dir, err := apitoken.Dir()
+	if err != nil {
+		return "", err.Error()
+	}
+	tok, err := apitoken.Read(dir, host)
+	if err != nil {
+		return "", err.Error()
+	}
+	return tok, "the local token in " + filepath.Join(dir, apitoken.FileName(host))
+}
 
 // apiError is an error answer of the API: upstream's {"code", "reason"}.
 type apiError struct {
@@ -103,14 +162,15 @@ func (c *apiClient) call(ctx context.Context, method, path string, body, out any
 	if res.StatusCode/100 != 2 {
 		e := &apiError{Status: res.StatusCode}
 		_ = json.Unmarshal(data, e)
-		switch {
-		case res.StatusCode == http.StatusUnauthorized:
-			e.Reason = strings.TrimSpace("the runtime API refused the request: " + e.Reason +
-				" (pass its key with --api-key or $FERRY_API_KEY)")
-		case res.StatusCode == http.StatusForbidden && e.Code == codeAPIKeyRequired:
-			e.Reason = "the runtime at " + c.url + " has no API key, and it creates hooks (exec sinks, which run commands) only with one: " +
-				"start it with [http] api_key set (for example IGGY_CONNECTORS_HTTP_API_KEY=<key> ferry run ...) " +
-				"and pass the same key with --api-key or $FERRY_API_KEY"
+		if res.StatusCode == http.StatusUnauthorized {
+			if c.key == "" {
+				e.Reason = "the runtime API at " + c.url + " refused the request: no credential was sent (" + c.keyFrom + "). " +
+					"A runtime without [http] api_key accepts only its local token, which only the user running it can read: " +
+					"run this command as that user, or set [http] api_key and pass it with --api-key or $FERRY_API_KEY"
+			} else {
+				e.Reason = "the runtime API at " + c.url + " refused the key from " + c.keyFrom +
+					": pass the runtime's key with --api-key or $FERRY_API_KEY, or its config.toml with --config"
+			}
 		}
 		return e
 	}
