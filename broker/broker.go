@@ -71,8 +71,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		streams: map[uint32]*stream{}, pats: map[string]*pat{},
 		conns:       map[uint64]*conn{},
 		logins:      newLoginLimiter(cfg.clock),
-		rootUserSum: sha256.Sum256([]byte(cfg.RootUsername)),
-		rootPassSum: sha256.Sum256([]byte(cfg.RootPassword)),
+		rootUserSum: digest(cfg.RootUsername),
+		rootPassSum: digest(cfg.RootPassword),
 	}
 	if err := b.recover(ctx); err != nil {
 		cancel()
