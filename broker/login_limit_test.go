@@ -241,8 +241,8 @@ type recordLog struct {
 }
 
 func (r *recordLog) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recordLog) WithAttrs([]slog.Attr) slog.Handler      { return r }
-func (r *recordLog) WithGroup(string) slog.Handler           { return r }
+func (r *recordLog) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *recordLog) WithGroup(string) slog.Handler            { return r }
 
 func (r *recordLog) Handle(_ context.Context, rec slog.Record) error {
 	if rec.Level != slog.LevelWarn || rec.Message != "failed logins" {
