@@ -32,6 +32,19 @@
 // matches ErrConnection. Get calls answer a missing resource with the
 // not-found sentinel of its kind.
 //
+// # What an acknowledgement promises
+//
+// A nil Ack.Wait (and a nil SendMessages) means the server appended the
+// messages to its partition log: they survive a crash of the server
+// process. Whether they also survive a power loss or a kernel crash is
+// the server's fsync policy. Ferry's broker (ferry serve, and the
+// runtime's embedded broker) defaults to --fsync interval: the log is
+// fsynced at least every --fsync-interval (1s), so up to that much
+// acknowledged data can be lost when the machine itself goes down.
+// --fsync always, or a topic created with enforce_fsync, fsyncs before
+// each acknowledgement; with another Iggy server, its own partition fsync
+// settings decide.
+//
 // # Example
 //
 //	c, err := iggy.Dial(ctx, "iggy://iggy:iggy@127.0.0.1:8090")
@@ -46,7 +59,7 @@
 //		return err
 //	}
 //	ack := p.Send(ctx, iggy.Message{Payload: []byte(`{"id":1}`)})
-//	if err := ack.Wait(ctx); err != nil { // durably in Iggy once nil
+//	if err := ack.Wait(ctx); err != nil { // nil: in the server's log
 //		return err
 //	}
 //	_ = p.Close(ctx)
