@@ -220,3 +220,24 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// Halt stops the server the way an operator does (pg_ctl stop -m fast:
+// sessions are ended with admin_shutdown, new connections are refused)
+// and keeps its data; Resume starts it again on the same port. Only a
+// test's own cluster may be halted: see Private.
+func (c *Cluster) Halt(ctx context.Context) error {
+	if out, err := c.run(ctx, "pg_ctl", "-D", c.data(), "-m", "fast", "-w", "-t", "60", "stop"); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop: %w: %s", err, out)
+	}
+	return nil
+}
+
+// Resume starts a halted server again on its port.
+func (c *Cluster) Resume(ctx context.Context) error {
+	logFile := filepath.Join(c.Dir, "server.log")
+	if out, err := c.run(ctx, "pg_ctl", "-D", c.data(), "-l", logFile, "-w", "-t", "60", "start"); err != nil {
+		log, _ := os.ReadFile(logFile)
+		return fmt.Errorf("pgtest: pg_ctl start on port %d: %w: %s\n%s", c.Port, err, out, tail(log, 2000))
+	}
+	return nil
+}

@@ -8,6 +8,10 @@
 // the reason, unless FERRY_REQUIRE_POSTGRES=1 (set by scripts/test.sh, so CI
 // never skips), in which case they fail.
 //
+// A test that takes the database down gets a cluster of its own with
+// Private, and stops and starts it with Halt and Resume (same port, same
+// data), so the tests sharing the server keep running.
+//
 // A test binary that uses the package runs its tests through Main, so the
 // cluster it may start is stopped when the tests end:
 //

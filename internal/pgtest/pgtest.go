@@ -137,3 +137,23 @@ func WithDatabase(dsn, name string) string {
 	}
 	return fmt.Sprintf("%s dbname='%s'", dsn, name)
 }
+
+// Private starts a throwaway cluster for this test alone, which it may
+// Halt and Resume without disturbing tests that share the server of
+// ServerDSN; it is stopped and removed when the test ends. It needs the
+// server binaries (see FindBin) even when EnvDSN is set; without them it
+// skips the test, or fails it when EnvRequire is 1.
+func Private(tb testing.TB) *Cluster {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := StartCluster(ctx)
+	if err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			tb.Fatalf("PostgreSQL is required (%s=1) but a private cluster did not start: %v", EnvRequire, err)
+		}
+		tb.Skipf("no private PostgreSQL cluster for this test (install PostgreSQL): %v", err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}

@@ -34,3 +34,22 @@ func TestWithDatabase(t *testing.T) {
 		require.Equal(t, c.want, WithDatabase(c.in, "x"), "case %d", i)
 	}
 }
+
+func TestPrivateClusterHaltsAndResumes(t *testing.T) {
+	t.Parallel()
+	c := Private(t)
+	ctx := context.Background()
+	ping := func() error {
+		conn, err := pgx.Connect(ctx, c.DSN)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return conn.Ping(ctx)
+	}
+	require.NoError(t, ping())
+	require.NoError(t, c.Halt(ctx))
+	require.ErrorContains(t, ping(), "connection refused", "a halted server refuses connections")
+	require.NoError(t, c.Resume(ctx))
+	require.NoError(t, ping(), "the server is back on the same port")
+}
