@@ -6,12 +6,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
 )
 
 // Dead-letter headers added to each message sent to a dead-letter topic.
 // The original headers are kept; the payload and id are the original ones.
+// A sink's dead letter names the message's stream, topic, partition and
+// offset; a source's, which never had a partition or offset, names the
+// stream and topic it was for, its index in the polled batch and the
+// schema of its payload, and keeps the source's HeaderSourcePosition.
 const (
 	HeaderDLQStream    = "ferry.dlq.stream"
 	HeaderDLQTopic     = "ferry.dlq.topic"
@@ -20,7 +25,21 @@ const (
 	HeaderDLQError     = "ferry.dlq.error"
 	HeaderDLQConnector = "ferry.dlq.connector"
 	HeaderDLQTimestamp = "ferry.dlq.timestamp"
+	// HeaderDLQSourceIndex is the message's index (uint32) in the batch
+	// the source's Poll returned, counting the messages the transforms
+	// kept.
+	HeaderDLQSourceIndex = "ferry.dlq.source_index"
+	// HeaderDLQSchema is the schema of a source's dead letter's payload:
+	// the polled batch's, before any conversion to the stream's.
+	HeaderDLQSchema = "ferry.dlq.schema"
 )
+
+// HeaderSourcePosition is a user header a source may set on a message to
+// say where in the source it came from, for people: the file source sets
+// "<path> at byte <offset>". The runtime does not send it on to the
+// stream; it stays on the message's dead letter and is named in the
+// error when on_error = "stop" stops at the message.
+const HeaderSourcePosition = "ferry.source.position"
 
 type deadLetter struct {
 	client        *iggy.Client
@@ -30,39 +49,71 @@ type deadLetter struct {
 
 func (d *deadLetter) send(ctx context.Context, failed []failure) error {
 	msgs := make([]iggy.Message, 0, len(failed))
-	now := strconv.FormatInt(time.Now().UnixMicro(), 10)
+	now := dlqTimestamp()
 	for _, f := range failed {
 		m := f.msg
-		ours := []wire.Entry{
+		dl, err := letter(&m, []wire.Entry{
 			wire.Header(HeaderDLQStream, wire.StringValue(m.Stream)),
 			wire.Header(HeaderDLQTopic, wire.StringValue(m.Topic)),
 			wire.Header(HeaderDLQPartition, wire.Uint32Value(m.Partition)),
 			wire.Header(HeaderDLQOffset, wire.Uint64Value(m.Offset)),
-			wire.Header(HeaderDLQError, wire.StringValue(truncate(f.err.Error(), 255))),
-			wire.Header(HeaderDLQConnector, wire.StringValue(truncate(d.key, 255))),
-			wire.Header(HeaderDLQTimestamp, wire.StringValue(now)),
-		}
-		headers := make([]wire.Entry, 0, len(m.Headers)+len(ours))
-		for _, e := range m.Headers {
-			if _, dup := wire.Lookup(ours, string(e.Key.Data)); !dup || e.Key.Kind != wire.KindString {
-				headers = append(headers, e)
-			}
-		}
-		h, err := wire.EncodeTLV(append(headers, ours...))
+			dlqError(f.err), d.connectorHeader(), now,
+		})
 		if err != nil {
-			// The original headers cannot be re-encoded: keep only ours.
-			if h, err = wire.EncodeTLV(ours); err != nil {
-				return fmt.Errorf("dead-letter headers: %w", err)
-			}
+			return err
 		}
-		msgs = append(msgs, iggy.Message{ID: m.ID, Payload: m.Payload, Headers: h,
-			OriginTimestamp: uint64(m.OriginTimestamp.UnixMicro())})
+		msgs = append(msgs, dl)
 	}
+	return d.sendMessages(ctx, msgs)
+}
+
+// sendMessages sends dead letters as they are.
+func (d *deadLetter) sendMessages(ctx context.Context, msgs []iggy.Message) error {
 	_, err := d.client.SendMessages(ctx, iggy.NamedID(d.stream), iggy.NamedID(d.topic), iggy.Balanced(), msgs)
 	if err != nil {
 		return fmt.Errorf("send to dead-letter topic %s/%s: %w", d.stream, d.topic, err)
 	}
 	return nil
+}
+
+func (d *deadLetter) connectorHeader() wire.Entry {
+	return wire.Header(HeaderDLQConnector, wire.StringValue(truncate(d.key, 255)))
+}
+
+func dlqError(err error) wire.Entry {
+	msg := err.Error()
+	if msg == "" {
+		msg = fmt.Sprintf("%T with no message", err) // a header value has 1 to 255 bytes
+	}
+	return wire.Header(HeaderDLQError, wire.StringValue(truncate(msg, 255)))
+}
+
+func dlqTimestamp() wire.Entry {
+	return wire.Header(HeaderDLQTimestamp, wire.StringValue(strconv.FormatInt(time.Now().UnixMicro(), 10)))
+}
+
+// letter is m's dead letter: its id, payload and origin timestamp, its
+// headers with ours added (ours replace original headers of the same
+// name). When the original headers cannot be encoded with ours, or take
+// Iggy's headers limit with them, it keeps only ours.
+func letter(m *connector.Message, ours []wire.Entry) (iggy.Message, error) {
+	headers := make([]wire.Entry, 0, len(m.Headers)+len(ours))
+	for _, e := range m.Headers {
+		if _, dup := wire.Lookup(ours, string(e.Key.Data)); !dup || e.Key.Kind != wire.KindString {
+			headers = append(headers, e)
+		}
+	}
+	h, err := wire.EncodeTLV(append(headers, ours...))
+	if err != nil || len(h) > wire.MaxUserHeadersSize {
+		if h, err = wire.EncodeTLV(ours); err != nil {
+			return iggy.Message{}, fmt.Errorf("dead-letter headers: %w", err)
+		}
+	}
+	out := iggy.Message{ID: m.ID, Payload: m.Payload, Headers: h}
+	if !m.OriginTimestamp.IsZero() {
+		out.OriginTimestamp = uint64(m.OriginTimestamp.UnixMicro())
+	}
+	return out, nil
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -54,10 +55,13 @@ type output struct {
 	// convs caches the conversion from each batch schema seen to the
 	// stream's; only the delivering goroutine uses it.
 	convs map[connector.Schema]codec.Convert
+	// dlq receives the messages that cannot be sent to this stream; nil
+	// with on_error = "stop".
+	dlq *sourceDLQ
 }
 
-// convert turns a payload of the batch's schema into the stream's.
-func (o *output) convert(schema connector.Schema, p []byte) ([]byte, error) {
+// converter is the conversion of payloads of schema into the stream's.
+func (o *output) converter(schema connector.Schema) (codec.Convert, error) {
 	conv, ok := o.convs[schema]
 	if !ok {
 		from, err := codec.New(schema, codec.Options{})
@@ -69,7 +73,7 @@ func (o *output) convert(schema connector.Schema, p []byte) ([]byte, error) {
 		}
 		o.convs[schema] = conv
 	}
-	return conv(nil, p)
+	return conv, nil
 }
 
 func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
@@ -101,6 +105,7 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 		return fmt.Errorf("connect to iggy: %w", err)
 	}
 	defer client.Close()
+	dlqs := map[[2]string]*sourceDLQ{}
 	for i, p := range cfg.Producers {
 		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic),
 			iggy.WithBatchLength(int(p.BatchLength)), iggy.WithLinger(p.LingerTime))
@@ -108,7 +113,17 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 			return terminal(fmt.Errorf("producer for %s/%s: %w", p.Stream, p.Topic, err))
 		}
 		defer prod.Close(context.WithoutCancel(ctx))
-		r.outputs = append(r.outputs, &output{cfg: p, producer: prod, codec: codecs[i], convs: map[connector.Schema]codec.Convert{}})
+		o := &output{cfg: p, producer: prod, codec: codecs[i], convs: map[connector.Schema]codec.Convert{}}
+		// Dead-letter topics are checked (or created) when first needed, not
+		// here: a source that never dead-letters needs none.
+		if stream, topic, ok := p.DeadLetterTarget(cfg.Key); ok {
+			k := [2]string{stream, topic}
+			if dlqs[k] == nil {
+				dlqs[k] = &sourceDLQ{deadLetter: deadLetter{client: client, stream: stream, topic: topic, key: m.key}}
+			}
+			o.dlq = dlqs[k]
+		}
+		r.outputs = append(r.outputs, o)
 		r.batchLen = max(r.batchLen, int(p.BatchLength))
 		r.linger = max(r.linger, p.LingerTime)
 	}
@@ -310,38 +325,40 @@ func schemaOf(b *connector.Batch) connector.Schema {
 	return b.Schema
 }
 
-// deliver sends the batches to every output, saves the last state, and
-// acknowledges them. A failure that a retry can fix (connection, timeout,
-// a retriable server code, a state-store conflict) is retried with backoff
-// until ctx ends, with the connector's last error set; one that no retry
-// can fix (a message the stream's schema or the server rejects) ends the
-// run with that error, so the connector shows it and restarts from its
-// saved state.
+// deliver sends the batches to every output (and the messages an output
+// cannot take to its dead-letter topic; see encode), saves the last
+// state, and acknowledges them. A failure that a retry can fix
+// (connection, timeout, a retriable server code, a state-store conflict)
+// is retried with backoff until ctx ends, with the connector's last error
+// set; one that no retry can fix (a message rejected under on_error =
+// "stop", a dead-letter topic that does not exist, a whole batch the
+// server refuses) ends the run with that error, so the connector shows
+// it and restarts from its saved state.
 func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) error {
 	start := time.Now()
-	var msgs []connector.Message
+	d := &delivery{}
 	var st []byte
-	var schema connector.Schema
 	for _, b := range batches {
-		msgs = append(msgs, b.Messages...)
+		d.starts = append(d.starts, len(d.msgs))
+		d.msgs = append(d.msgs, b.Messages...)
 		if b.State != nil {
 			st = b.State
 		}
-		if schema == "" {
-			schema = schemaOf(b)
+		if d.schema == "" {
+			d.schema = schemaOf(b)
 		}
 	}
-	outs, err := r.encode(msgs, schema)
+	e, err := r.encode(d)
 	if err != nil {
 		return err
 	}
-	sent := make([]bool, len(r.outputs))
+	sent := make([]bool, len(r.outputs)+len(e.letters))
 	saved := st == nil
 	backoff := retryMin
 	var sendTime, saveTime time.Duration
 	for {
 		t0 := time.Now()
-		err := r.send(ctx, outs, sent)
+		err := r.send(ctx, e, sent)
 		sendTime += time.Since(t0)
 		if err == nil && !saved {
 			t0 = time.Now()
@@ -375,42 +392,19 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	for _, b := range batches {
 		r.ack(ctx, b)
 	}
+	r.logDeadLetters(d, e)
 	r.m.metrics.observe(stageTotal, start)
-	r.report(len(msgs), r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
+	r.report(len(d.msgs), e, r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
 	return nil
 }
 
-// encode converts msgs for every output once, with ids and origin
-// timestamps fixed, so every retry sends the same messages (the same
-// message has the same id in every stream).
-func (r *sourceRun) encode(msgs []connector.Message, schema connector.Schema) ([][]iggy.Message, error) {
-	outs := make([][]iggy.Message, len(r.outputs))
-	if len(msgs) == 0 {
-		return outs, nil
-	}
-	for i, o := range r.outputs {
-		out, err := toIggy(msgs, schema, o.convert)
-		if err == nil && i > 0 {
-			for j := range out {
-				out[j].ID, out[j].OriginTimestamp = outs[0][j].ID, outs[0][j].OriginTimestamp
-			}
-		}
-		if err == nil {
-			err = iggy.PrepareMessages(out)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("a batch cannot be sent to stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)
-		}
-		outs[i] = out
-	}
-	return outs, nil
-}
-
 // retriable reports whether sending or saving again may succeed: not for a
-// state too large for the store, nor for an Iggy error whose code says a
-// retry cannot help (an empty or oversized message, a missing topic).
+// state too large for the store, a permanentError, nor an Iggy error whose
+// code says a retry cannot help (an empty or oversized message, a missing
+// topic).
 func retriable(err error) bool {
-	if errors.Is(err, state.ErrTooLarge) {
+	var p permanentError
+	if errors.Is(err, state.ErrTooLarge) || errors.As(err, &p) {
 		return false
 	}
 	var we *wire.Error
@@ -423,10 +417,11 @@ func retriable(err error) bool {
 // report logs a delivered batch: upstream's "benchmark" event per output
 // with benchmark = true, and a line per batch at info with verbose = true
 // (at debug otherwise).
-func (r *sourceRun) report(n int, prepareNS int64, send, save, total time.Duration) {
-	for _, o := range r.outputs {
+func (r *sourceRun) report(n int, e *encoded, prepareNS int64, send, save, total time.Duration) {
+	for i, o := range r.outputs {
+		sent := len(e.outs[i])
 		if r.cfg.Benchmark {
-			r.m.log.Info("benchmark", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "batch_size", n, "sent_count", n,
+			r.m.log.Info("benchmark", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "batch_size", n, "sent_count", sent,
 				"decode_us", 0, "prepare_us", prepareNS/1000, "iggy_send_us", send.Microseconds(),
 				"state_save_us", save.Microseconds(), "total_us", total.Microseconds())
 		}
@@ -434,24 +429,40 @@ func (r *sourceRun) report(n int, prepareNS int64, send, save, total time.Durati
 		if r.cfg.Verbose {
 			level = slog.LevelInfo
 		}
-		r.m.log.Log(context.Background(), level, "sent batch", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "messages", n)
+		r.m.log.Log(context.Background(), level, "sent batch", "stream", o.cfg.Stream, "topic", o.cfg.Topic, "messages", sent)
 	}
 }
 
-// send sends each output's messages to it, unless already sent.
-func (r *sourceRun) send(ctx context.Context, outs [][]iggy.Message, sent []bool) error {
-	if len(outs) == 0 || len(outs[0]) == 0 {
+// send sends each output's messages to it, and each dead-letter topic's
+// letters to it, unless already sent (sent: the outputs, then
+// e.letters). The dead-letter topics are checked first, so a missing one
+// stops the batch before any of it is sent.
+func (r *sourceRun) send(ctx context.Context, e *encoded, sent []bool) error {
+	if len(e.letters) == 0 && !slices.ContainsFunc(e.outs, func(out []iggy.Message) bool { return len(out) > 0 }) {
 		return nil
+	}
+	if err := r.ensureLetters(ctx, e); err != nil {
+		return err
 	}
 	start := time.Now()
 	defer r.m.metrics.observe(stageIggySend, start)
 	acks := make([]*iggy.Ack, len(r.outputs))
 	for i, o := range r.outputs {
-		if !sent[i] {
-			acks[i] = o.producer.Send(ctx, outs[i]...)
+		if !sent[i] && len(e.outs[i]) > 0 {
+			acks[i] = o.producer.Send(ctx, e.outs[i]...)
 		}
 	}
 	var errs []error
+	for k, l := range e.letters {
+		if sent[len(r.outputs)+k] {
+			continue
+		}
+		if err := l.dlq.sendMessages(ctx, l.msgs); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sent[len(r.outputs)+k] = true
+	}
 	for i, o := range r.outputs {
 		if acks[i] == nil {
 			continue
@@ -465,7 +476,7 @@ func (r *sourceRun) send(ctx context.Context, outs [][]iggy.Message, sent []bool
 			continue
 		}
 		sent[i] = true
-		r.m.metrics.sent.Add(float64(len(outs[i])))
+		r.m.metrics.sent.Add(float64(len(e.outs[i])))
 	}
 	return errors.Join(errs...)
 }
@@ -509,29 +520,4 @@ func (r *sourceRun) nack(ctx context.Context, b *connector.Batch, cause error) {
 	if err := safely(func() error { r.acker.Nack(ctx, b, cause); return nil }); err != nil {
 		r.m.log.Warn("source Nack panicked", "error", err)
 	}
-}
-
-// toIggy converts messages for one output.
-func toIggy(msgs []connector.Message, schema connector.Schema,
-	convert func(connector.Schema, []byte) ([]byte, error)) ([]iggy.Message, error) {
-	out := make([]iggy.Message, len(msgs))
-	for i := range msgs {
-		m := &msgs[i]
-		payload, err := convert(schema, m.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		out[i] = iggy.Message{ID: m.ID, Payload: payload}
-		if !m.OriginTimestamp.IsZero() {
-			out[i].OriginTimestamp = uint64(m.OriginTimestamp.UnixMicro())
-		}
-		if len(m.Headers) > 0 {
-			h, err := wire.EncodeTLV(m.Headers)
-			if err != nil {
-				return nil, fmt.Errorf("message %d headers: %w", i, err)
-			}
-			out[i].Headers = h
-		}
-	}
-	return out, nil
 }

@@ -100,9 +100,10 @@ func TestOnInvalidRaw(t *testing.T) {
 	msgs, _, err := pollAll(t, s)
 	require.ErrorIs(t, err, connector.ErrEndOfInput)
 	require.Equal(t, []string{`{"n":1}`, `not json`, `{"n":2}`, `{"n":3}`}, toStrings(msgs))
-	require.Equal(t, []wire.Entry{wire.Header("file", wire.StringValue(path)), wire.Header(InvalidHeader, wire.StringValue("json"))},
+	require.Equal(t, []wire.Entry{wire.Header(PositionHeader, wire.StringValue(path+" at byte 8")),
+		wire.Header("file", wire.StringValue(path)), wire.Header(InvalidHeader, wire.StringValue("json"))},
 		msgs[1].Headers, "the invalid line is marked")
-	require.Len(t, msgs[0].Headers, 1, "valid lines are not")
+	require.Len(t, msgs[0].Headers, 2, "valid lines are not")
 	out := logs.String()
 	require.Contains(t, out, "line is not valid JSON; sent as it is")
 	require.Contains(t, out, "offset=8")
