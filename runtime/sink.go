@@ -46,6 +46,9 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 		return terminal(err)
 	}
 	if err := safely(func() error { return r.sink.Open(ctx) }); err != nil {
+		if connector.IsUnavailable(err) {
+			return fmt.Errorf("open: destination unavailable: %w", err)
+		}
 		return fmt.Errorf("open: %w", err)
 	}
 	defer func() {

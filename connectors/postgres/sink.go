@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/big"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/connector"
@@ -76,13 +79,13 @@ func (s *Sink) Open(ctx context.Context) error {
 	}
 	pool, err := s.conn.connect(ctx, s.poolCfg)
 	if err != nil {
-		return fmt.Errorf("postgres sink: %w", err)
+		return orUnavailable(fmt.Errorf("postgres sink: %w", err))
 	}
 	s.pool = pool
 	if err := s.prepareTable(ctx); err != nil {
 		pool.Close() // the runtime calls Close only after a successful Open
 		s.pool = nil
-		return fmt.Errorf("postgres sink: %w", s.conn.scrubErr(err))
+		return orUnavailable(fmt.Errorf("postgres sink: %w", s.conn.scrubErr(err)))
 	}
 	s.log.Info("postgres sink connected", "server", describe(&s.poolCfg.ConnConfig.Config), "table", s.set.target())
 	return nil
@@ -150,7 +153,9 @@ func contains(list []string, s string) bool {
 
 // Consume writes the batch in one transaction. Messages that cannot be
 // written (bad JSON or text, a value PostgreSQL rejects) are reported
-// per message as permanent failures; the rest are written.
+// per message as permanent failures; the rest are written. When
+// PostgreSQL is down or overloaded (see unavailable) the error, after
+// max_retries, is marked connector.Unavailable: nothing is dead-lettered.
 func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	failed := connector.MessageErrors{}
 	rows := make([][]any, 0, len(b.Messages))
@@ -170,10 +175,10 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 		case err == nil:
 		case isDataError(err):
 			if err := s.isolate(ctx, rows, index, failed); err != nil {
-				return fmt.Errorf("postgres sink: %w", s.conn.scrubErr(err))
+				return orUnavailable(fmt.Errorf("postgres sink: %w", s.conn.scrubErr(err)))
 			}
 		default:
-			return fmt.Errorf("postgres sink: write %d rows to %s: %w", len(rows), s.set.target(), s.conn.scrubErr(err))
+			return orUnavailable(fmt.Errorf("postgres sink: write %d rows to %s: %w", len(rows), s.set.target(), s.conn.scrubErr(err)))
 		}
 	}
 	level := slog.LevelDebug
@@ -270,6 +275,44 @@ func (s *Sink) isolate(ctx context.Context, rows [][]any, index []int, failed co
 func isDataError(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+}
+
+// unavailable reports whether err says PostgreSQL cannot take writes
+// now, rather than that a row is bad: no connection (a connect failure,
+// a connection refused, lost or timed out), a server shutting down or
+// not yet accepting connections (57P), a connection exception (08),
+// insufficient resources (53), a system error (58), or a serialization
+// failure or deadlock (40001, 40P01) that the next try resolves. A connect
+// failure counts whatever its cause: a wrong password is not a message's
+// fault either.
+func unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch c := pe.Code; {
+		case c == "40001", c == "40P01", strings.HasPrefix(c, "08"), strings.HasPrefix(c, "53"),
+			strings.HasPrefix(c, "57P"), strings.HasPrefix(c, "58"):
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// orUnavailable marks err connector.Unavailable when it is (see
+// unavailable).
+func orUnavailable(err error) error {
+	if unavailable(err) {
+		return connector.Unavailable(err)
+	}
+	return err
 }
 
 // values are the column values of one message, in s.cols order.
