@@ -97,7 +97,9 @@ func (s *Sink) run(ctx context.Context, m *connector.Message) error {
 	return nil
 }
 
-// describe turns a run's error into one line with the start of stderr.
+// describe turns a run's error into one line with the start of stderr;
+// a command that ran and failed is its message's failure, a shell that
+// could not be started is marked connector.Unavailable.
 func describe(err error, stderr *capture) error {
 	var ee *osexec.ExitError
 	if errors.As(err, &ee) {
@@ -110,7 +112,13 @@ func describe(err error, stderr *capture) error {
 		}
 		return errors.New(msg)
 	}
-	return fmt.Errorf("start: %w", err)
+	err = fmt.Errorf("start: %w", err)
+	if errors.Is(err, syscall.E2BIG) {
+		return err // this message's arguments or environment are too long
+	}
+	// The shell cannot be started at all (its working directory or the
+	// shell went away, no processes left): no message is at fault.
+	return connector.Unavailable(err)
 }
 
 // capture keeps the first limit bytes written to it and counts the rest.

@@ -211,7 +211,10 @@ func (s *Sink) dueForRotation(of *outFile, next int) bool {
 // rollback cuts every file this batch touched back to its size before
 // the batch and returns err (the runtime retries the batch). A file that
 // cannot be cut back is closed without flushing and cut back when it is
-// reopened.
+// reopened. Unless err is permanent, it is marked connector.Unavailable:
+// a file that cannot be opened, written, synced or rotated (a full disk,
+// a read-only or lost file system) is the destination's failure, not the
+// messages', and none of them is dead-lettered for it.
 func (s *Sink) rollback(touched map[*outFile]int64, err error) error {
 	for of, size := range touched {
 		if rerr := of.truncate(size); rerr != nil {
@@ -220,7 +223,11 @@ func (s *Sink) rollback(touched map[*outFile]int64, err error) error {
 			s.drop(of, size)
 		}
 	}
-	return fmt.Errorf("file sink: %w", err)
+	err = fmt.Errorf("file sink: %w", err)
+	if connector.IsPermanent(err) {
+		return err
+	}
+	return connector.Unavailable(err)
 }
 
 // drop closes a file without flushing what it buffered and forgets it;

@@ -130,6 +130,19 @@ func await(t *testing.T, what string, limit time.Duration, cond func() bool) {
 	}
 }
 
+// holdOutage returns at until, or later if need be, once reported holds
+// or a minute after until; it returns whether reported held. The outage
+// lasts until it returns.
+func holdOutage(until time.Time, reported func() bool) bool {
+	for {
+		ok := reported()
+		if now := time.Now(); (ok && now.After(until)) || now.After(until.Add(time.Minute)) {
+			return ok
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // outage is one way for the endpoint to be down.
 type outage struct {
 	name       string
@@ -207,11 +220,10 @@ retry_delay = "100ms"
 	o.begin(rcv)
 	began := time.Now()
 	send(before, total)
-	await(t, "the sink reports the destination unavailable", d+time.Minute, func() bool {
+	reported := holdOutage(began.Add(d), func() bool { // the outage lasts d
 		i, err := rt.Connector(connector.KindSink, "webhook")
 		return err == nil && strings.Contains(i.LastError, "destination unavailable")
 	})
-	time.Sleep(time.Until(began.Add(d))) // the outage lasts d
 	o.end(rcv)
 
 	// Restarts back off 1 s doubling to 1 min: delivery follows within
@@ -231,6 +243,7 @@ retry_delay = "100ms"
 		require.Empty(t, reply.Messages, "nothing is dead-lettered during an outage")
 	}
 	require.Empty(t, rcv.missing(total))
+	require.True(t, reported, "while the endpoint was down the sink's last error said the destination is unavailable")
 	i, err := rt.Connector(connector.KindSink, "webhook")
 	require.NoError(t, err)
 	require.Equal(t, runtime.StatusRunning, i.Status, i.LastError)

@@ -144,11 +144,15 @@ payload_format = "json"
 	require.NoError(t, c.Halt(ctx))
 	began := time.Now()
 	send(before, total)
-	awaitFor(t, "the sink reports the database unavailable", outage+time.Minute, func() bool {
+	reported := false
+	awaitFor(t, "the outage's end", outage+2*time.Minute, func() bool {
+		// The outage lasts its full length, and until the sink said why
+		// (a minute more at the most).
 		i, err := rt.Connector(connector.KindSink, "pg")
-		return err == nil && strings.Contains(i.LastError, "destination unavailable")
+		reported = reported || (err == nil && strings.Contains(i.LastError, "destination unavailable"))
+		over := time.Since(began)
+		return (reported && over >= outage) || over >= outage+time.Minute
 	})
-	time.Sleep(time.Until(began.Add(outage))) // the outage lasts its full length
 	require.NoError(t, c.Resume(ctx))
 
 	awaitFor(t, "every message written after the outage", 3*time.Minute, func() bool { return written() == total })
@@ -166,6 +170,7 @@ payload_format = "json"
 	var rows int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM rows`).Scan(&rows))
 	require.Equal(t, total, rows, "each message once (replays are absorbed by the id key)")
+	require.True(t, reported, "while PostgreSQL was down the sink's last error said the destination is unavailable")
 }
 
 // startSinkRuntime runs the real runtime (embedded broker, built-in
