@@ -172,9 +172,11 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 			return ctx.Err()
 		}
 		if down != nil {
-			// Nothing of the batch could be written: the sink (or what it
-			// writes to) is failing, not these messages. Restart with
-			// backoff instead of dead-lettering or stopping for good.
+			// The destination is unavailable, or nothing of the batch
+			// could be written: the sink (or what it writes to) is
+			// failing, not these messages. Restart with backoff (1 s
+			// doubling to 1 min, see supervise) instead of dead-lettering
+			// or stopping for good; the batch is read again.
 			return fmt.Errorf("%s/%s partition %d from offset %d: %w (offset not committed; the sink restarts with backoff)",
 				mem.cs.Stream, mem.topic, b.Partition, b.Messages[0].Offset, down)
 		}
