@@ -29,11 +29,18 @@
 //     them forever.
 //   - Before a session is bound, a frame larger than 64 KiB closes the
 //     connection (upstream allows 64 MiB from the first byte), and a
-//     connection that sends nothing for Config.LoginTimeout (30 s) is
-//     closed. A write to a client that makes no progress for
+//     connection that has not logged in Config.LoginTimeout (30 s) after
+//     it connected or logged out is closed, however often it pings. A
+//     write to a client that makes no progress for
 //     max(1.2 × HeartbeatInterval, 10 s) closes its connection; an evicted
 //     stale member's connection is closed even when its client stopped
 //     reading.
+//   - Connections are capped (see Limits below) and failed logins are
+//     slowed; upstream has neither.
+//   - A write that fails because the disk is full, read-only or failing
+//     (ENOSPC, EDQUOT, EROFS, EIO) answers 4006 CannotSaveMessagesToSegment
+//     (sends) or 10006 CannotWriteToFile (metadata, offsets, partition
+//     files) instead of 1 (Error); failures.go.
 //   - Users other than root are not implemented: codes 31-37 answer
 //     status 5 (FeatureUnavailable). Root is user 0 with Config's
 //     credentials.
@@ -44,6 +51,38 @@
 //     deflate; update_topic that sets message_expiry or max_topic_size to
 //     0 stores the resolved default, not the 0 sentinel.
 //   - Purging a stream or topic also forgets its consumer offsets.
+//
+// # Limits
+//
+// Config.MaxConns (default 10000) caps the connections held and
+// Config.MaxUnauthConns (default 1000) those that have not logged in. A
+// connection that would pass a cap closes the oldest connection that has
+// not logged in; when every connection has logged in and MaxConns is
+// reached, the new one is closed at once, before anything is read or
+// written (the protocol has no reply without a request). So sockets that
+// never log in cannot exhaust file descriptors, and a client that logs in
+// promptly is never the one closed. Both are logged at warn level at most
+// once per 10 s, with counts (admission.go). Keep MaxConns below
+// RLIMIT_NOFILE minus what partition logs need (two files per segment,
+// one per partition journal). Accept errors such as EMFILE are retried
+// after a pause that doubles from 5 ms to 1 s, as net/http's Server does.
+//
+// Until it first logs in a connection reads and writes its socket
+// unbuffered and costs about 12 KiB (two goroutine stacks and its queue);
+// its 64 KiB read and write buffers come with the login.
+//
+// Failed password and token logins back off per remote address and per
+// username (login_limit.go): the first 3 failures of a key are free, then
+// attempts on it are spaced 100 ms apart, doubling per failure up to 5 s.
+// An attempt waits for its keys' next slot before its credentials are
+// checked, so a correct password during a backoff is late and then works,
+// and clears the keys; slots are reserved on arrival, so parallel
+// connections queue instead of guessing together, and no attempt waits
+// more than 10 s. The wait delays only that connection's reply. The table
+// holds at most 8192 keys, evicting the least recently used; a key
+// without a failure for 15 min starts over. Credentials are compared as
+// SHA-256 digests in constant time. Failures are logged at debug level,
+// and at warn level at most once per address per minute, with the count.
 //
 // # Durability
 //

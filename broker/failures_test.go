@@ -39,6 +39,27 @@ func dialIggy(t *testing.T, b *Broker) (*iggy.Client, context.Context) {
 	return c, ctx
 }
 
+// sendToFailingLog creates stream 0 / topic 0 with one partition whose
+// appends fail with errno, sends a message to it with the real client and
+// returns the client's error.
+func sendToFailingLog(t *testing.T, b *Broker, errno syscall.Errno) error {
+	t.Helper()
+	c, ctx := dialIggy(t, b)
+	_, err := c.CreateStream(ctx, "s")
+	require.NoError(t, err)
+	_, err = c.CreateTopic(ctx, iggy.NumericID(0), "t", 1)
+	require.NoError(t, err)
+	b.mu.RLock()
+	p := b.streams[0].topics[0].parts[0]
+	b.mu.RUnlock()
+	p.mu.Lock()
+	p.log = failingLog{Log: p.log, err: errno}
+	p.mu.Unlock()
+	_, err = c.SendMessages(ctx, iggy.NumericID(0), iggy.NumericID(0), iggy.ToPartition(0),
+		[]iggy.Message{{Payload: []byte("m")}})
+	return err
+}
+
 // A send that fails because the disk is full (or read-only, or failing)
 // reaches the producer as 4006 CannotSaveMessagesToSegment, whose text
 // says so, not as "iggy error 1, unspecified error".
@@ -48,21 +69,7 @@ func TestDiskFullSend(t *testing.T) {
 		t.Run(errno.Error(), func(t *testing.T) {
 			t.Parallel()
 			b, _ := startInternal(t, Config{DataDir: t.TempDir()})
-			c, ctx := dialIggy(t, b)
-			_, err := c.CreateStream(ctx, "s")
-			require.NoError(t, err)
-			_, err = c.CreateTopic(ctx, iggy.NumericID(0), "t", 1)
-			require.NoError(t, err)
-
-			b.mu.RLock()
-			p := b.streams[0].topics[0].parts[0]
-			b.mu.RUnlock()
-			p.mu.Lock()
-			p.log = failingLog{Log: p.log, err: errno}
-			p.mu.Unlock()
-
-			_, err = c.SendMessages(ctx, iggy.NumericID(0), iggy.NumericID(0), iggy.ToPartition(0),
-				[]iggy.Message{{Payload: []byte("m")}})
+			err := sendToFailingLog(t, b, errno)
 			require.ErrorIs(t, err, wire.ErrCannotSaveMessagesToSegment)
 			require.Contains(t, err.Error(), "disk is full")
 			require.Contains(t, err.Error(), "CannotSaveMessagesToSegment")
@@ -104,18 +111,5 @@ func TestDiskFullMetadata(t *testing.T) {
 func TestOtherStorageFailureIsUnspecified(t *testing.T) {
 	t.Parallel()
 	b, _ := startInternal(t, Config{})
-	c, ctx := dialIggy(t, b)
-	_, err := c.CreateStream(ctx, "s")
-	require.NoError(t, err)
-	_, err = c.CreateTopic(ctx, iggy.NumericID(0), "t", 1)
-	require.NoError(t, err)
-	b.mu.RLock()
-	p := b.streams[0].topics[0].parts[0]
-	b.mu.RUnlock()
-	p.mu.Lock()
-	p.log = failingLog{Log: p.log, err: syscall.EBADF}
-	p.mu.Unlock()
-	_, err = c.SendMessages(ctx, iggy.NumericID(0), iggy.NumericID(0), iggy.ToPartition(0),
-		[]iggy.Message{{Payload: []byte("m")}})
-	require.ErrorIs(t, err, wire.ErrError)
+	require.ErrorIs(t, sendToFailingLog(t, b, syscall.EBADF), wire.ErrError)
 }

@@ -50,20 +50,33 @@ func unauthFootprint(tb testing.TB, addr string, n int) float64 {
 	tb.Helper()
 	ping := pingFrame()
 	before := heapAndStacks()
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, nc := range conns {
-			nc.Close()
-		}
-	}()
-	for range n {
-		nc, err := net.Dial("tcp", addr)
-		require.NoError(tb, err)
-		conns = append(conns, nc)
-		require.NoError(tb, pingOnce(nc, ping))
-	}
+	defer closeAll(dialAll(tb, addr, n, func(nc net.Conn) error { return pingOnce(nc, ping) }))
 	after := heapAndStacks()
 	return float64(int64(after)-int64(before)) / float64(n)
+}
+
+// dialAll opens n connections to addr, calling then on each.
+func dialAll(tb testing.TB, addr string, n int, then func(net.Conn) error) []net.Conn {
+	tb.Helper()
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		nc, err := net.Dial("tcp", addr)
+		if err == nil {
+			conns = append(conns, nc)
+			err = then(nc)
+		}
+		if err != nil {
+			closeAll(conns)
+			require.NoError(tb, err)
+		}
+	}
+	return conns
+}
+
+func closeAll(conns []net.Conn) {
+	for _, nc := range conns {
+		nc.Close()
+	}
 }
 
 // bareFootprint is unauthFootprint against a listener that accepts and
@@ -90,17 +103,7 @@ func bareFootprint(tb testing.TB, n int) float64 {
 		}
 	}()
 	before := heapAndStacks()
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, nc := range conns {
-			nc.Close()
-		}
-	}()
-	for range n {
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(tb, err)
-		conns = append(conns, nc)
-	}
+	defer closeAll(dialAll(tb, ln.Addr().String(), n, func(net.Conn) error { return nil }))
 	require.Eventually(tb, func() bool { return len(held) == n }, 30*time.Second, time.Millisecond)
 	after := heapAndStacks()
 	return float64(int64(after)-int64(before)) / float64(n)
