@@ -389,10 +389,10 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 		}
 		backoff = min(2*backoff, retryMax)
 	}
+	r.logDeadLetters(d, e)
 	for _, b := range batches {
 		r.ack(ctx, b)
 	}
-	r.logDeadLetters(d, e)
 	r.m.metrics.observe(stageTotal, start)
 	r.report(len(d.msgs), e, r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
 	return nil

@@ -3,13 +3,17 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/ferryhq/ferry/broker"
+	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/file"
 	"github.com/ferryhq/ferry/iggy"
@@ -83,6 +87,20 @@ func headersOf(t *testing.T, m iggy.Message) map[string]string {
 	return out
 }
 
+// deadLettered is the source's iggy_connector_messages_dead_lettered_total
+// as /metrics shows it.
+func deadLettered(rt *Runtime, key string) string {
+	rec := httptest.NewRecorder()
+	rt.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	prefix := fmt.Sprintf("iggy_connector_messages_dead_lettered_total{connector_key=%q,connector_type=\"source\"} ", key)
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 func sourceStatus(rt *Runtime, key string) Info {
 	i, _ := rt.Connector(connector.KindSource, key)
 	return i
@@ -119,12 +137,9 @@ func TestSourceDeadLettersALineThatIsNotJSON(t *testing.T) {
 	require.Equal(t, "files", h[HeaderDLQConnector])
 	require.NotContains(t, h, HeaderDLQOffset, "a source's message has no offset yet")
 
+	eventually(t, "the dead letter counted", func() bool { return deadLettered(rt, "files") == "1" })
 	i := sourceStatus(rt, "files")
 	require.Equal(t, StatusRunning, i.Status, i.LastError)
-	rec := httptest.NewRecorder()
-	rt.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body, _ := io.ReadAll(rec.Body)
-	require.Contains(t, string(body), `iggy_connector_messages_dead_lettered_total{connector_key="files",connector_type="source"} 1`)
 }
 
 // With on_error = "stop", the bad line stops the source before anything
@@ -148,4 +163,104 @@ func TestSourceStopsAtALineThatIsNotJSON(t *testing.T) {
 	eventually(t, "the fixed file in s/t", func() bool { return len(topicMessages(t, rt, "s", "t")) >= 5 })
 	require.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"fixed":true}`, `{"n":2}`, `{"n":3}`}, payloads(topicMessages(t, rt, "s", "t")))
 	eventually(t, "source running", func() bool { return sourceStatus(rt, "files").Status == StatusRunning })
+}
+
+// A message one stream takes and another cannot has the same id in the
+// first and in the second's dead-letter topic, also when the dead-letter
+// send is retried; the batch is acknowledged once both are in.
+func TestSourceDeadLetterKeepsTheMessageID(t *testing.T) {
+	e := newEnv(t)
+	src := &scriptSource{pollDelay: 20 * time.Millisecond, script: []*connector.Batch{{Schema: connector.SchemaText,
+		Messages: []connector.Message{{Payload: []byte(`{"a":1}`)}, {Payload: []byte("bad")}, {Payload: []byte(`{"a":2}`)}},
+		State:    []byte("s1")}}}
+	registerScript(t, e, "script", src)
+	const two = `
+type = "source"
+key = "two"
+path = "script"
+enabled = %v
+[[streams]]
+stream = "s"
+topic = "plain"
+schema = "text"
+[[streams]]
+stream = "s"
+topic = "strict"
+schema = "json"
+`
+	e.connector("two", fmt.Sprintf(two, false))
+	rt := e.start()
+	var mu sync.Mutex
+	var attempts [][16]byte // the id of each dead-letter send
+	stop := rt.broker.Control(wire.CmdSendMessages, func(r broker.Request) broker.Action {
+		var req wire.SendMessages
+		if wire.Unmarshal(r.Body, &req) != nil || req.Topic.Name() != "two_dead_letter" {
+			return broker.Action{}
+		}
+		msgs, err := wire.AppendRecordMessages(nil, req.Batch)
+		if err != nil || len(msgs) != 1 {
+			return broker.Action{}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, msgs[0].ID)
+		return broker.Action{Drop: len(attempts) == 1}
+	})
+	defer stop()
+	e.connector("two", fmt.Sprintf(two, true))
+	require.NoError(t, rt.Restart(context.Background(), connector.KindSource, "two"))
+
+	eventually(t, "the batch acknowledged", func() bool { return src.acks.Load() == 1 })
+	plain, strict, dead := topicMessages(t, rt, "s", "plain"), topicMessages(t, rt, "s", "strict"), topicMessages(t, rt, "s", "two_dead_letter")
+	require.Equal(t, []string{`{"a":1}`, "bad", `{"a":2}`}, payloads(plain), "a text stream takes every line")
+	require.Equal(t, []string{`{"a":1}`, `{"a":2}`}, payloads(strict))
+	require.Equal(t, []string{"bad"}, payloads(dead))
+	require.Equal(t, plain[1].ID, dead[0].ID, "the dead letter has the id the message has in the other stream")
+	require.Equal(t, plain[1].OriginTimestamp, dead[0].OriginTimestamp)
+	require.Equal(t, plain[0].ID, strict[0].ID)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, attempts, 2, "the dropped dead-letter send was retried")
+	require.Equal(t, attempts[0], attempts[1], "with the same id")
+	require.Equal(t, "strict", headersOf(t, dead[0])[HeaderDLQTopic])
+	require.Equal(t, StatusRunning, sourceStatus(rt, "two").Status)
+}
+
+// Many dead letters in one batch are each counted, the first few logged
+// one by one and the rest in one line; a message whose headers Iggy would
+// refuse is dead-lettered with the dead-letter headers only.
+func TestSourceDeadLettersOfABatchAreCountedAndLoggedOnce(t *testing.T) {
+	e := newEnv(t)
+	b := &connector.Batch{Schema: connector.SchemaText}
+	for i := range 10 {
+		b.Messages = append(b.Messages, connector.Message{Payload: fmt.Appendf(nil, "bad %d", i)})
+	}
+	var big []wire.Entry
+	for i := range 500 {
+		big = append(big, wire.Header(fmt.Sprintf("h%03d", i), wire.StringValue(strings.Repeat("x", 250))))
+	}
+	b.Messages = append(b.Messages, connector.Message{Payload: []byte(`{"big":true}`), Headers: big}, connector.Message{Payload: []byte(`{"ok":true}`)})
+	src := &scriptSource{pollDelay: 20 * time.Millisecond, script: []*connector.Batch{b}}
+	registerScript(t, e, "script", src)
+	e.connector("many", "type = \"source\"\nkey = \"many\"\npath = \"script\"\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\n")
+	var logs syncBuffer
+	cfg, err := config.Load(filepath.Join(e.dir, "config.toml"), config.WithEnv(config.MapEnv(nil)))
+	require.NoError(t, err)
+	rt, err := New(cfg, Options{Registry: e.reg, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(nil))},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	require.NoError(t, rt.Start(context.Background()))
+	defer rt.Stop(context.Background())
+
+	eventually(t, "the batch acknowledged", func() bool { return src.acks.Load() == 1 })
+	require.Equal(t, []string{`{"ok":true}`}, payloads(topicMessages(t, rt, "s", "t")))
+	dead := topicMessages(t, rt, "s", "many_dead_letter")
+	require.Len(t, dead, 11)
+	h := headersOf(t, dead[10])
+	require.Contains(t, h[HeaderDLQError], "user headers")
+	require.Equal(t, "10", h[HeaderDLQSourceIndex])
+	require.NotContains(t, h, "h000", "headers over the limit are not kept")
+	require.Equal(t, deadLetterLogs, strings.Count(logs.String(), `msg="message sent to the dead-letter topic"`))
+	require.Regexp(t, `msg="more messages of the batch sent to dead-letter topics" .*count=6\n`, logs.String())
+	require.Equal(t, "11", deadLettered(rt, "many"), "counted before the batch is acknowledged")
 }

@@ -295,8 +295,12 @@ func (r *sourceRun) logDeadLetters(d *delivery, e *encoded) {
 			return
 		}
 		o := r.outputs[rj.out]
-		r.m.log.Warn("message sent to the dead-letter topic", "index", d.sourceIndex(rj.index), "position", position(&d.msgs[rj.index]),
-			"stream", o.cfg.Stream, "topic", o.cfg.Topic, "error", rj.err, "dead_letter", o.dlq.stream+"/"+o.dlq.topic)
+		args := []any{"index", d.sourceIndex(rj.index)}
+		if p := position(&d.msgs[rj.index]); p != "" {
+			args = append(args, "position", p)
+		}
+		r.m.log.Warn("message sent to the dead-letter topic", append(args, "stream", o.cfg.Stream, "topic", o.cfg.Topic,
+			"error", rj.err, "dead_letter", o.dlq.stream+"/"+o.dlq.topic)...)
 	}
 }
 
