@@ -43,3 +43,24 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		require.Error(t, err, "case %d", i)
 	}
 }
+
+// The connection caps must be consistent: the cap on connections not
+// logged in may not pass the total cap, and neither may be negative.
+func TestConnectionCapsAreValidated(t *testing.T) {
+	t.Parallel()
+	for i, cfg := range []broker.Config{
+		{MaxConns: 10, MaxUnauthConns: 11},
+		{MaxConns: -1},
+		{MaxUnauthConns: -1},
+		{MaxUnauthConns: broker.DefaultMaxConns + 1},
+	} {
+		cfg.Addr = "127.0.0.1:0"
+		_, err := broker.Start(context.Background(), cfg)
+		require.ErrorContains(t, err, "cap", "case %d", i)
+	}
+	// A total cap below the default cap on connections not logged in
+	// lowers that one too.
+	b, err := broker.Start(context.Background(), broker.Config{Addr: "127.0.0.1:0", MaxConns: 10})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+}
