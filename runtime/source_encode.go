@@ -95,8 +95,9 @@ type stamp struct {
 
 // encode converts d for every output. A rejected message goes, by its
 // output's on_error, to that output's dead letters, or makes encode
-// return the error that stops the run. A batch no output can convert
-// (no conversion between the schemas) is an error whatever on_error says.
+// return the error that stops the run. A batch whose schema has no
+// conversion to an output's is an error whatever on_error says: it is the
+// configuration, not a message, that is wrong.
 func (r *sourceRun) encode(d *delivery) (*encoded, error) {
 	e := &encoded{outs: make([][]iggy.Message, len(r.outputs))}
 	if len(d.msgs) == 0 {
