@@ -324,6 +324,36 @@ func TestMarshalRoundTrip(t *testing.T) {
 		require.NoError(t, err, "%s: %s", file, js)
 		require.Equal(t, orig, back, "JSON round trip of %s: %s", file, js)
 	}
+
+	// A source's delivery keys survive both renderings (API-created
+	// versions are stored as TOML).
+	src, err := ParseConnector("s.toml", []byte(`
+type = "source"
+key = "s"
+path = "random"
+[[streams]]
+stream = "a"
+topic = "b"
+on_error = "stop"
+[[streams]]
+stream = "a"
+topic = "c"
+dead_letter_stream = "dl"
+dead_letter_topic = "bad"
+`), noEnv)
+	require.NoError(t, err)
+	src.File = ""
+	data, err := src.MarshalTOML()
+	require.NoError(t, err)
+	back, err := ParseConnector("s.toml", data, noEnv)
+	require.NoError(t, err, "%s", data)
+	require.Equal(t, src, back, "TOML round trip:\n%s", data)
+	require.Equal(t, PolicyStop, back.Producers[0].OnError)
+	js, err := src.MarshalJSON()
+	require.NoError(t, err)
+	back, err = DecodeConnectorJSON("json", KindSource, "", js, noEnv)
+	require.NoError(t, err, "%s", js)
+	require.Equal(t, src, back, "JSON round trip: %s", js)
 }
 
 func TestDecodeConnectorJSONErrors(t *testing.T) {

@@ -42,6 +42,10 @@ type producerOut struct {
 	AvroSchemaPath *string `toml:"avro_schema_path,omitempty" json:"avro_schema_path"`
 	BatchLength    uint32  `toml:"batch_length" json:"batch_length"`
 	LingerTime     string  `toml:"linger_time" json:"linger_time"`
+	// Ferry's delivery keys, when set.
+	OnError          string `toml:"on_error,omitempty" json:"on_error,omitempty"`
+	DeadLetterStream string `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
+	DeadLetterTopic  string `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
 	streamSchemaOut
 }
 
@@ -85,8 +89,10 @@ func (c *Connector) streamsOut() any {
 	if c.Type == KindSource {
 		out := make([]producerOut, len(c.Producers))
 		for i, s := range c.Producers {
-			out[i] = producerOut{s.Stream, s.Topic, string(s.Schema), optional(s.AvroSchemaJSON), optional(s.AvroSchemaPath),
-				s.BatchLength, FormatDuration(s.LingerTime), schemaOut(s.StreamSchema)}
+			out[i] = producerOut{Stream: s.Stream, Topic: s.Topic, Schema: string(s.Schema), AvroSchemaJSON: optional(s.AvroSchemaJSON),
+				AvroSchemaPath: optional(s.AvroSchemaPath), BatchLength: s.BatchLength, LingerTime: FormatDuration(s.LingerTime),
+				OnError: string(s.OnError), DeadLetterStream: s.DeadLetterStream, DeadLetterTopic: s.DeadLetterTopic,
+				streamSchemaOut: schemaOut(s.StreamSchema)}
 		}
 		return out
 	}

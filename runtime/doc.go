@@ -22,10 +22,13 @@
 // offset and the error) and the rest flows on, or the connector stops with
 // status Error. Nothing is skipped silently.
 //
-// A source message that no retry can deliver (one the stream's schema or
-// the server rejects) ends the run with status Error and that reason; the
-// source restarts from its saved state with backoff. Each batch is encoded
-// once, so retries carry the same message ids.
+// A source message that cannot be sent to a stream (it does not convert
+// to the stream's schema, or Iggy would refuse it) goes to that stream's
+// dead-letter topic, with the same id, before the state is saved
+// (on_error = "dead_letter", the default), or stops the batch with status
+// Error naming it (on_error = "stop"); the source then restarts from its
+// saved state with backoff. Each batch is encoded once, so retries carry
+// the same message ids.
 //
 // Isolation: every call into a connector runs under recover; a panic or
 // a failure puts that connector in status Error with the reason (the stack

@@ -45,6 +45,16 @@
 //     skip or stop there). What is longer than max_message_bytes cannot
 //     be sent and is skipped as with "skip".
 //
+// Every message carries the header ferry.source.position = "<path> at byte
+// <offset>" while in the runtime: a message the runtime dead-letters (one
+// a stream cannot take) keeps it, so the dead letter says where it came
+// from; the runtime strips it from what it sends to the topics.
+//
+// Paths and globs are checked against the runtime's protected directories
+// and [connectors] allowed_dirs (connector.Paths) when the source is
+// built, and each matched file again before it is read: a file inside
+// config_dir or the state directory is skipped with a warning.
+//
 // A line is sent only once its "\n" is there: a partial last line waits
 // for the rest. A file that is read once (follow = false), or that no glob
 // matches any more (renamed away by rotation, or deleted), is complete, so
