@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -73,7 +74,18 @@ func (c *conn) dial(cmd *cobra.Command) (*iggy.Client, error) {
 		iggy.WithSDK("ferry-cli", version))
 	ctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
 	defer cancel()
-	return iggy.Dial(ctx, address, opts...)
+	cl, err := iggy.Dial(ctx, address, opts...)
+	if err != nil {
+		shown := address
+		if u, perr := url.Parse(address); isURL && perr == nil {
+			shown = u.Host // never the URL's password
+			if c.username == "" && !userSet && u.User != nil {
+				username = u.User.Username()
+			}
+		}
+		return nil, explainDial(shown, username, err)
+	}
+	return cl, nil
 }
 
 // action is an admin command's body.

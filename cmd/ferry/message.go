@@ -68,7 +68,7 @@ func newSendCmd(c *conn) *cobra.Command {
 			}
 			conf, err := cl.SendMessages(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]), p, msgs)
 			if err != nil {
-				return err
+				return explainMissing(ctx, cl, args[0], args[1], partition, err)
 			}
 			if c.json {
 				return printJSON(out, map[string]any{"sent": len(msgs), "partition": conf.Partition, "base_offset": conf.BaseOffset})
@@ -146,7 +146,7 @@ stored offset; with --commit the offset of the last message is stored).`,
 			reply, err := cl.PollMessages(ctx, iggy.SingleConsumer(iggy.ParseID(consumer)), iggy.ParseID(args[0]),
 				iggy.ParseID(args[1]), iggy.Partition(uint32(partition)), strategy, count, commit)
 			if err != nil {
-				return err
+				return explainMissing(ctx, cl, args[0], args[1], int64(partition), err)
 			}
 			return printMessages(out, c.json, showHeader, reply)
 		})(cmd, args)
