@@ -49,3 +49,13 @@ func TestErrorsNameTheThing(t *testing.T) {
 		require.Equal(t, 1, exitCode(err), "case %d", i)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	out, err := ferry(t, "", "version")
+	require.NoError(t, err)
+	require.Regexp(t, `^ferry \S+ \(commit .+; go1\.\d+`, out)
+	flag, err := ferry(t, "", "--version")
+	require.NoError(t, err)
+	require.Equal(t, out, flag, "--version prints the same line")
+}

@@ -9,13 +9,20 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version, commit and commitDate may be set at build time with -ldflags
+// "-X main.version=..."; commit and commitDate default to what the Go
+// toolchain stamped (see versionLine).
+var (
+	version    = "0.1.0-dev"
+	commit     = ""
+	commitDate = ""
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -32,7 +39,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Move data in and out of Apache Iggy",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(
 		newVersionCmd(),
 		newServeCmd(),
@@ -50,12 +59,48 @@ func newRootCmd() *cobra.Command {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print Ferry's version",
+		Short: "Print Ferry's version, commit and build date",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "ferry", version)
+			fmt.Fprintln(cmd.OutOrStdout(), versionLine())
 		},
 	}
+}
+
+// versionLine is "ferry VERSION (commit C from DATE[, modified], goX)":
+// the commit and its date come from what the Go toolchain stamps into a
+// binary built in a git checkout (go build, go install and go run do
+// unless -buildvcs=false), or from -ldflags "-X main.commit=... -X
+// main.commitDate=...".
+func versionLine() string {
+	c, date, modified := commit, commitDate, false
+	gover := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		gover = bi.GoVersion
+		for _, s := range bi.Settings {
+			switch {
+			case s.Key == "vcs.revision" && c == "":
+				c = s.Value
+			case s.Key == "vcs.time" && date == "":
+				date = s.Value
+			case s.Key == "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if c == "" {
+		return fmt.Sprintf("ferry %s (commit unknown: built without VCS stamping, see go build -buildvcs; %s)", version, gover)
+	}
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if date != "" {
+		c += " from " + date
+	}
+	if modified {
+		c += ", modified"
+	}
+	return fmt.Sprintf("ferry %s (commit %s; %s)", version, c, gover)
 }
 
 // usageError marks errors in how the command was called (exit code 2).
