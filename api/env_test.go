@@ -166,6 +166,7 @@ func newEnvWith(t testing.TB, files map[string]string, cfg config.HTTP, vars map
 	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "config.toml"), []byte(`
 [iggy]
 address = "embedded"
+embedded_address = "127.0.0.1:0"
 [state]
 path = "state"
 [connectors]

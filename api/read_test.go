@@ -286,7 +286,9 @@ func TestStatsAndMetrics(t *testing.T) {
 		st := r.object(t)
 		require.ElementsMatch(t, []string{"connectors_runtime_version", "connectors_runtime_version_semver", "process_id",
 			"cpu_usage", "total_cpu_usage", "memory_usage", "total_memory", "available_memory", "run_time", "start_time",
-			"sources_total", "sources_running", "sinks_total", "sinks_running", "connectors"}, keys(st))
+			"sources_total", "sources_running", "sinks_total", "sinks_running", "connectors", "iggy_address", "iggy_embedded"}, keys(st))
+		require.Equal(t, e.rt.IggyAddress(), st["iggy_address"], "where the broker is")
+		require.Equal(t, true, st["iggy_embedded"])
 		require.Equal(t, "1.2.3", st["connectors_runtime_version"])
 		require.Equal(t, float64(1002003), st["connectors_runtime_version_semver"])
 		require.Equal(t, float64(os.Getpid()), st["process_id"])
@@ -316,7 +318,7 @@ func TestStatsAndMetrics(t *testing.T) {
 
 		gen := byKey["gen"]
 		require.ElementsMatch(t, []string{"key", "name", "connector_type", "version", "version_semver", "status", "enabled",
-			"messages_produced", "messages_sent", "messages_filtered", "errors"}, keys(gen))
+			"messages_produced", "messages_sent", "messages_filtered", "errors", "messages_dead_lettered"}, keys(gen))
 		require.Equal(t, "source", gen["connector_type"])
 		require.Equal(t, "Generator", gen["name"])
 		require.Equal(t, "1.2.3", gen["version"])
@@ -329,7 +331,7 @@ func TestStatsAndMetrics(t *testing.T) {
 
 		out := byKey["out"]
 		require.ElementsMatch(t, []string{"key", "name", "connector_type", "version", "version_semver", "status", "enabled",
-			"messages_consumed", "messages_processed", "messages_filtered", "errors"}, keys(out))
+			"messages_consumed", "messages_processed", "messages_filtered", "errors", "messages_dead_lettered"}, keys(out))
 		require.Equal(t, "sink", out["connector_type"])
 		require.Greater(t, out["messages_consumed"], float64(0))
 		require.Greater(t, out["messages_processed"], float64(0))

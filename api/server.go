@@ -39,6 +39,10 @@ type Runtime interface {
 	// Admit checks that the runtime could run a configuration, without
 	// running it.
 	Admit(c *config.Connector) error
+	// IggyAddress is the Iggy server's address (host:port, no
+	// credentials); Config is the runtime's configuration.
+	IggyAddress() string
+	Config() *config.Runtime
 }
 
 var _ Runtime = (*runtime.Runtime)(nil)

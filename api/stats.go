@@ -32,6 +32,10 @@ type runtimeStats struct {
 	SinksTotal      uint32           `json:"sinks_total"`
 	SinksRunning    uint32           `json:"sinks_running"`
 	Connectors      []connectorStats `json:"connectors"`
+	// Ferry: where the Iggy server is (the embedded broker's address when
+	// it runs), with no credentials.
+	IggyAddress  string `json:"iggy_address"`
+	IggyEmbedded bool   `json:"iggy_embedded"`
 }
 
 // connectorStats is upstream's ConnectorStats: sources carry
@@ -51,6 +55,8 @@ type connectorStats struct {
 	MessagesProcessed *uint64 `json:"messages_processed,omitempty"`
 	MessagesFiltered  uint64  `json:"messages_filtered"`
 	Errors            uint64  `json:"errors"`
+	// Ferry: messages sent to the dead-letter topic.
+	MessagesDeadLettered uint64 `json:"messages_dead_lettered"`
 }
 
 // Metric names the per-connector counters are read from.
@@ -61,6 +67,7 @@ const (
 	metricProcessed = "iggy_connector_messages_processed_total"
 	metricFiltered  = "iggy_connector_messages_filtered_total"
 	metricErrors    = "iggy_connector_errors_total"
+	metricDead      = "iggy_connector_messages_dead_lettered_total"
 )
 
 // getStats serves GET /stats.
@@ -77,6 +84,7 @@ func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) error {
 		CPUUsage: sys.cpu, TotalCPUUsage: sys.totalCPU,
 		MemoryUsage: sys.memory, TotalMemory: sys.totalMemory, AvailableMemory: sys.availableMemory,
 		StartTime: micros(started), Connectors: []connectorStats{},
+		IggyAddress: s.rt.IggyAddress(), IggyEmbedded: s.rt.Config() != nil && s.rt.Config().Iggy.Embedded(),
 	}
 	if !started.IsZero() {
 		st.RunTime = uint64(max(time.Since(started), 0) / time.Microsecond)
@@ -86,7 +94,7 @@ func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) error {
 			c := counters[counterKey{kind, i.Key}]
 			cs := connectorStats{Key: i.Key, Name: i.Name, ConnectorType: string(kind),
 				Version: s.opts.version, VersionSemver: semver, Status: status(i.Status), Enabled: i.Enabled,
-				MessagesFiltered: c[metricFiltered], Errors: c[metricErrors]}
+				MessagesFiltered: c[metricFiltered], Errors: c[metricErrors], MessagesDeadLettered: c[metricDead]}
 			running := i.Status == runtime.StatusRunning
 			if kind == connector.KindSource {
 				cs.MessagesProduced, cs.MessagesSent = ptr(c[metricProduced]), ptr(c[metricSent])
@@ -126,7 +134,7 @@ func (s *Server) counters() (map[counterKey]map[string]uint64, error) {
 	}
 	for _, f := range families {
 		switch name := f.GetName(); name {
-		case metricProduced, metricSent, metricConsumed, metricProcessed, metricFiltered, metricErrors:
+		case metricProduced, metricSent, metricConsumed, metricProcessed, metricFiltered, metricErrors, metricDead:
 			for _, mt := range f.GetMetric() {
 				var k counterKey
 				for _, l := range mt.GetLabel() {

@@ -34,7 +34,8 @@ func TestLoadUpstreamExample(t *testing.T) {
 	}, rt.HTTP)
 	require.Equal(t, Iggy{
 		Address: "iggy.internal:8090", Username: "connector-bot", Password: "hunter2-iggy",
-		TLS: IggyTLS{Enabled: true, CAFile: filepath.Join(dir, "certs/ca.pem"), Domain: "iggy.internal"},
+		TLS:             IggyTLS{Enabled: true, CAFile: filepath.Join(dir, "certs/ca.pem"), Domain: "iggy.internal"},
+		EmbeddedAddress: DefaultEmbeddedAddress,
 	}, rt.Iggy)
 	require.False(t, rt.Iggy.Embedded())
 	require.Equal(t, filepath.Join(dir, "runtime_state"), rt.State.Path)

@@ -45,6 +45,10 @@ type Iggy struct {
 	// CreateMissing (Ferry extension) creates the streams and topics named
 	// by connectors when they do not exist. Upstream requires them to exist.
 	CreateMissing bool `toml:"create_missing"`
+	// EmbeddedAddress (Ferry extension) is where the embedded broker
+	// listens: default "127.0.0.1:8090", the address Iggy clients and the
+	// ferry CLI use by default. "127.0.0.1:0" picks a free port.
+	EmbeddedAddress string `toml:"embedded_address"`
 }
 
 // Embedded reports whether the runtime should use the embedded broker.
@@ -199,6 +203,10 @@ type Logging struct {
 	Level LogLevel `toml:"level"`
 }
 
+// DefaultEmbeddedAddress is where the embedded broker listens by default:
+// Iggy's own default TCP address, which clients and the ferry CLI use.
+const DefaultEmbeddedAddress = "127.0.0.1:8090"
+
 // Default returns the configuration used for every key a file leaves out:
 // upstream's defaults, except that the Iggy address defaults to the
 // embedded broker.
@@ -215,7 +223,7 @@ func Default() *Runtime {
 			Metrics:     HTTPMetrics{Endpoint: "/metrics"},
 			PublicReads: true,
 		},
-		Iggy: Iggy{Username: "iggy", Password: "iggy"},
+		Iggy: Iggy{Username: "iggy", Password: "iggy", EmbeddedAddress: DefaultEmbeddedAddress},
 		Connectors: Connectors{
 			ConfigType: ProviderLocal,
 			Timeout:    10 * time.Second,
@@ -290,6 +298,8 @@ func (r *Runtime) validate(b *binder) {
 	}
 	if !r.Iggy.Embedded() {
 		checkHostPort(b, p.key("iggy").key("address"), r.Iggy.Address, `or "embedded" for the in-process broker`)
+	} else if _, port, err := net.SplitHostPort(r.Iggy.EmbeddedAddress); err != nil || !validPort(port) {
+		b.fail(p.key("iggy").key("embedded_address"), `expected host:port such as "127.0.0.1:8090" ("127.0.0.1:0" for any free port), got %q`, r.Iggy.EmbeddedAddress)
 	}
 	h := r.HTTP
 	hp := p.key("http")
@@ -375,6 +385,12 @@ func checkHostPort(b *binder, p path, s, extra string) {
 		msg += " " + extra
 	}
 	b.fail(p, "%s, got %q", msg, s)
+}
+
+// validPort: a decimal port, 0 (any free port) to 65535.
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n < 65536
 }
 
 func validMethod(m string) bool {

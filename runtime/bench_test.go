@@ -79,7 +79,7 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 	}
 	must(os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[iggy]\naddress = \"embedded\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
+	must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "connectors/src.toml"), []byte("type = \"source\"\nkey = \"src\"\npath = \"fixed\"\n[[streams]]\nstream = \"bench\"\ntopic = \"t\"\nbatch_length = 1000\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "connectors/dst.toml"), []byte("type = \"sink\"\nkey = \"dst\"\npath = \"count\"\n[[streams]]\nstream = \"bench\"\ntopics = [\"t\"]\nbatch_length = 1000\npoll_interval = \"1ms\"\n"), 0o644))
 

@@ -91,7 +91,7 @@ func TestKillNineMidStreamLosesNothing(t *testing.T) {
 	write := func(name, s string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644))
 	}
-	write("config.toml", "[iggy]\naddress = \"embedded\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
+	write("config.toml", "[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
 	write("connectors/seq.toml", "type = \"source\"\nkey = \"seq\"\npath = \"seq\"\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\nbatch_length = 40\n")
 	write("connectors/ledger.toml", "type = \"sink\"\nkey = \"ledger\"\npath = \"ledger\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\nbatch_length = 25\n")
 

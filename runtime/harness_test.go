@@ -164,6 +164,7 @@ func newEnv(t *testing.T) *env {
 	e.write("config.toml", `
 [iggy]
 address = "embedded"
+embedded_address = "127.0.0.1:0"
 [state]
 path = "state"
 [connectors]

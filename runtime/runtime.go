@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ferryhq/ferry/broker"
@@ -217,9 +218,17 @@ func (r *Runtime) connectIggy(ctx context.Context) error {
 	r.addr = r.cfg.Iggy.Address
 	if r.cfg.Iggy.Embedded() {
 		dir := filepath.Join(r.stateDir(), "broker")
-		b, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", DataDir: dir,
+		addr := r.cfg.Iggy.EmbeddedAddress
+		if addr == "" {
+			addr = config.DefaultEmbeddedAddress
+		}
+		b, err := broker.Start(ctx, broker.Config{Addr: addr, DataDir: dir,
 			RootUsername: r.cfg.Iggy.Username, RootPassword: r.cfg.Iggy.Password,
 			Logger: r.log.With("component", "broker")})
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("runtime: embedded broker: %s is already in use ([iggy] embedded_address, or IGGY_CONNECTORS_IGGY_EMBEDDED_ADDRESS): "+
+				"is another ferry run or ferry serve running? Stop it, or set another address (\"127.0.0.1:0\" picks a free port): %w", addr, err)
+		}
 		if err != nil {
 			return fmt.Errorf("runtime: embedded broker: %w", err)
 		}

@@ -90,7 +90,7 @@ type crashRig struct {
 func newCrashRig(t *testing.T, child, env string) *crashRig {
 	c := &crashRig{t: t, dir: t.TempDir(), child: child, env: env}
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "connectors"), 0o755))
-	c.write("config.toml", "[iggy]\naddress = \"embedded\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
+	c.write("config.toml", "[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
 	return c
 }
 

@@ -41,6 +41,7 @@ func startLiveRuntimeKey(t *testing.T, dir, apiKey string) *liveRuntime {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(`
 [iggy]
 address = "embedded"
+embedded_address = "127.0.0.1:0"
 [state]
 path = "state"
 [connectors]

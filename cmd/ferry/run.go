@@ -29,6 +29,10 @@ address (or address = "embedded"), Ferry starts its embedded broker.`,
 		Example: "  ferry run --config examples/quickstart/config.toml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config.ConfigPath(configPath, config.OSEnv()) == "" {
+				return usageError{fmt.Errorf("no configuration: pass --config FILE (for example --config examples/quickstart/config.toml) " +
+					"or set " + config.EnvConfigPath)}
+			}
 			cfg, err := config.Load(configPath)
 			if err != nil {
 				return err
@@ -45,13 +49,16 @@ address (or address = "embedded"), Ferry starts its embedded broker.`,
 				return err
 			}
 			log.Info("runtime started", "iggy", rt.IggyAddress())
-			stopAPI, err := startAPI(cmd.Context(), rt, cfg, log)
+			srv, stopAPI, err := startAPI(cmd.Context(), rt, cfg, log)
 			if err != nil {
 				_ = rt.Stop(context.Background())
 				return err
 			}
+			printWhere(cmd.ErrOrStderr(), rt, cfg, srv)
 			<-cmd.Context().Done()
-			log.Info("shutting down", "timeout", shutdown)
+			exitOnSecondSignal(cmd.ErrOrStderr())
+			fmt.Fprintf(cmd.ErrOrStderr(), "ferry: stopping: %s; up to %s (--shutdown-timeout). Press Ctrl-C again to exit at once "+
+				"(nothing acknowledged is lost; batches in flight are read again at the next start).\n", waitingFor(rt), shutdown)
 			ctx, cancel := context.WithTimeout(context.Background(), shutdown)
 			defer cancel()
 			stopAPI(ctx)
@@ -77,18 +84,17 @@ func runtimeLogger(cfg *config.Runtime) *slog.Logger {
 }
 
 // startAPI starts the management API when [http] enabled is set, and
-// returns the function that shuts it down.
-func startAPI(ctx context.Context, rt *runtime.Runtime, cfg *config.Runtime, log *slog.Logger) (func(context.Context), error) {
+// returns it (nil when disabled) and the function that shuts it down.
+func startAPI(ctx context.Context, rt *runtime.Runtime, cfg *config.Runtime, log *slog.Logger) (*api.Server, func(context.Context), error) {
 	if !cfg.HTTP.Enabled {
-		return func(context.Context) {}, nil
+		return nil, func(context.Context) {}, nil
 	}
 	srv, err := api.New(rt, cfg.HTTP, log.With("component", "api"), api.WithVersion(version))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := srv.Start(ctx); err != nil {
-		return nil, fmt.Errorf("management API on %s: %w", cfg.HTTP.Address, err)
+		return nil, nil, fmt.Errorf("management API on %s ([http] address): %w", cfg.HTTP.Address, err)
 	}
-	log.Info("management API listening", "addr", srv.Addr())
-	return func(ctx context.Context) { _ = srv.Shutdown(ctx) }, nil
+	return srv, func(ctx context.Context) { _ = srv.Shutdown(ctx) }, nil
 }

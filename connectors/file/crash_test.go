@@ -61,7 +61,7 @@ func TestKillNineFileToFile(t *testing.T) {
 	}
 	write(t, input, in.String())
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	write(t, filepath.Join(dir, "config.toml"), "[iggy]\naddress = \"embedded\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
+	write(t, filepath.Join(dir, "config.toml"), "[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n")
 	write(t, filepath.Join(dir, "connectors", "src.toml"), fmt.Sprintf(`type = "source"
 key = "src"
 path = "file"

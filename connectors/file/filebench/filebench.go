@@ -175,6 +175,7 @@ func writeConfig(dir, input string, batch int) error {
 	files := map[string]string{
 		"config.toml": `[iggy]
 address = "embedded"
+embedded_address = "127.0.0.1:0"
 [state]
 path = "state"
 [connectors]
