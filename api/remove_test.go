@@ -29,14 +29,16 @@ func TestDeleteConnector(t *testing.T) {
 	require.Equal(t, "running", e.statusOf("sink", "other"), "other connectors are not touched")
 	require.Equal(t, "running", e.statusOf("source", "gen"))
 
-	// Nothing is left in config_dir to bring it back.
-	dir := filepath.Join(e.dir, "connectors")
+	// Nothing is left in config_dir or in the state's run directory to
+	// bring it back.
+	dir, run := filepath.Join(e.dir, "connectors"), filepath.Join(e.dir, "state", "connectors")
 	require.NoFileExists(t, filepath.Join(dir, "out.toml"))
-	require.NoFileExists(t, filepath.Join(dir, "sink_out_1.toml"))
-	active, err := os.ReadFile(filepath.Join(dir, config.ActiveVersionsFile))
+	require.NoFileExists(t, filepath.Join(run, "sink_out_1.toml"))
+	active, err := os.ReadFile(filepath.Join(run, config.ActiveVersionsFile))
 	require.NoError(t, err)
 	require.NotContains(t, string(active), "out")
-	store, err := config.OpenStore(dir, config.WithEnv(config.MapEnv(nil)))
+	require.NoFileExists(t, filepath.Join(dir, config.ActiveVersionsFile), "config_dir is not written")
+	store, err := config.OpenStore(dir, config.WithEnv(config.MapEnv(nil)), config.WithRunDir(run))
 	require.NoError(t, err)
 	set, err := store.Load(t.Context())
 	require.NoError(t, err)

@@ -18,11 +18,18 @@ type options struct {
 	env    Env
 	envSet bool
 	client *http.Client
+	runDir string
 }
 
 // WithEnv sets the environment read for the config path, the .env path and
 // the overrides. The default is the process environment.
 func WithEnv(e Env) Option { return func(o *options) { o.env, o.envSet = e, true } }
+
+// WithRunDir sets where a Store writes what is created at run time
+// (versions created through the API, hooks, the active versions chosen):
+// a directory of the runtime's state, so that config_dir, often a tracked
+// folder, is only read. Default: config_dir itself, as upstream.
+func WithRunDir(dir string) Option { return func(o *options) { o.runDir = dir } }
 
 // WithHTTPClient sets the client the HTTP provider uses; the default is a
 // new client with the configured timeout per request.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
@@ -110,9 +111,20 @@ func NewProvider(rt *Runtime, opts ...Option) (Provider, error) {
 	case ProviderHTTP:
 		return NewHTTPProvider(rt.Connectors, opts...)
 	case ProviderLocal, "":
-		return OpenStore(rt.Connectors.ConfigDir, opts...)
+		// What the runtime creates goes under the state directory.
+		return OpenStore(rt.Connectors.ConfigDir, append([]Option{WithRunDir(RunDir(rt))}, opts...)...)
 	}
 	return nil, fmt.Errorf("connectors.config_type %q: %w", rt.Connectors.ConfigType, ErrInvalid)
+}
+
+// RunDir is where the runtime of rt keeps the connector versions, hooks
+// and active versions it creates: <state path>/connectors.
+func RunDir(rt *Runtime) string {
+	state := rt.State.Path
+	if state == "" {
+		state = "local_state"
+	}
+	return filepath.Join(state, "connectors")
 }
 
 func checkKindKey(kind Kind, key string) error {

@@ -22,28 +22,43 @@ const ActiveVersionsFile = ".active_versions.toml"
 // directory on every call, so edits made by hand are seen at once; writes
 // are atomic. It is safe for concurrent use by one process.
 type Store struct {
-	dir string
-	env Env
+	dir    string // config_dir, read
+	runDir string // where versions and active versions are written; dir unless WithRunDir
+	env    Env
 	mu  sync.Mutex // serializes writes
 }
 
 var _ Provider = (*Store)(nil)
 
-// OpenStore opens the connector directory dir, creating it when missing
-// (as upstream does).
+// OpenStore opens the connector directory dir, which must exist. With
+// WithRunDir, versions and active versions created at run time go to that
+// directory (created when first needed) and dir is only read; versions
+// are read from both, and an active version recorded in the run directory
+// wins over one recorded in dir.
 func OpenStore(dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("connectors.config_dir is empty: %w", ErrInvalid)
 	}
 	o := buildOptions(opts)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create connectors directory: %w", err)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("connectors.config_dir %s: %w (create it, or point config_dir at the directory of your connector files)", dir, err)
 	}
-	return &Store{dir: dir, env: o.env}, nil
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("connectors.config_dir %s: not a directory: %w", dir, ErrInvalid)
+	}
+	runDir := o.runDir
+	if runDir == "" {
+		runDir = dir
+	}
+	return &Store{dir: dir, runDir: runDir, env: o.env}, nil
 }
 
-// Dir is the store's directory.
+// Dir is the store's directory (config_dir).
 func (s *Store) Dir() string { return s.dir }
+
+// RunDir is where the store writes: the run directory, or Dir.
+func (s *Store) RunDir() string { return s.runDir }
 
 // Close does nothing; a Store holds no resources.
 func (s *Store) Close() error { return nil }
@@ -62,7 +77,7 @@ func (s *Store) Load(ctx context.Context) (*ConnectorSet, error) {
 			if !explicit || hasError(sc.errs, id) {
 				continue
 			}
-			set.Errors = append(set.Errors, &LoadError{File: s.activePath(), Type: id.kind, Key: id.key,
+			set.Errors = append(set.Errors, &LoadError{File: av.file(id), Type: id.kind, Key: id.key,
 				Err: fmt.Errorf("active version %d does not exist (versions: %s); activate an existing version", n, versionList(vs))})
 			continue
 		}
@@ -145,12 +160,12 @@ func (s *Store) SetActive(ctx context.Context, kind Kind, key string, version ui
 	if _, err := s.Get(ctx, kind, key, version); err != nil {
 		return err
 	}
-	av, err := s.readActive()
+	av, err := s.readActiveFile(s.runActivePath())
 	if err != nil {
 		return err
 	}
 	av.m(kind)[key] = version
-	return s.writeActive(av)
+	return s.writeActiveFile(s.runActivePath(), av)
 }
 
 // Create saves c as a new version of its connector, numbered one above the
@@ -181,7 +196,10 @@ func (s *Store) Create(ctx context.Context, c *Connector) (*Connector, error) {
 	n := *c
 	n.Version = next
 	n.fillZeroDefaults()
-	file := filepath.Join(s.dir, fmt.Sprintf("%s_%s_%d.toml", n.Type, n.Key, next))
+	if err := os.MkdirAll(s.runDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", s.runDir, err)
+	}
+	file := filepath.Join(s.runDir, fmt.Sprintf("%s_%s_%d.toml", n.Type, n.Key, next))
 	data, err := n.MarshalTOML()
 	if err != nil {
 		return nil, err
@@ -265,7 +283,7 @@ func (s *Store) Delete(ctx context.Context, kind Kind, key string, version uint6
 	if err := os.Remove(vs[i].File); err != nil {
 		return fmt.Errorf("delete %s %q version %d: %w", kind, key, version, err)
 	}
-	return fsx.SyncDir(s.dir)
+	return fsx.SyncDir(filepath.Dir(vs[i].File))
 }
 
 // ConnectorDeleter is implemented by providers that can delete a
@@ -311,12 +329,25 @@ func (s *Store) DeleteConnector(ctx context.Context, kind Kind, key string) erro
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("delete %s %q: %w", kind, key, err)
 		}
-	}
-	if recorded {
-		delete(av.m(kind), key)
-		if err := s.writeActive(av); err != nil {
+		if err := fsx.SyncDir(filepath.Dir(f)); err != nil {
 			return fmt.Errorf("delete %s %q: %w", kind, key, err)
 		}
 	}
-	return fsx.SyncDir(s.dir)
+	// The connector's entry goes from each active versions file that
+	// records it: the run directory's, and config_dir's when asked to
+	// delete a connector listed there.
+	for _, path := range s.activePaths() {
+		a, err := s.readActiveFile(path)
+		if err != nil {
+			return fmt.Errorf("delete %s %q: %w", kind, key, err)
+		}
+		if _, ok := a.m(kind)[key]; !ok {
+			continue
+		}
+		delete(a.m(kind), key)
+		if err := s.writeActiveFile(path, a); err != nil {
+			return fmt.Errorf("delete %s %q: %w", kind, key, err)
+		}
+	}
+	return nil
 }

@@ -40,42 +40,59 @@ func isConnectorFile(e fs.DirEntry) bool {
 }
 
 func (s *Store) scan(ctx context.Context) (*scan, error) {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("read connectors directory: %w", err)
-	}
 	sc := &scan{versions: map[connID][]*Connector{}, known: map[string]bool{}, names: s.env.Names()}
 	where := map[string]string{} // "kind/key/version" -> file
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if !isConnectorFile(e) {
-			continue
-		}
-		file := filepath.Join(s.dir, e.Name())
-		c, known, err := s.readFile(file)
-		for k := range known {
-			sc.known[k] = true
+	for _, dir := range s.dirs() {
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) && dir != s.dir {
+			continue // the run directory exists once something is created
 		}
 		if err != nil {
-			sc.errs = append(sc.errs, loadErrorFor(file, err))
-			continue
+			return nil, fmt.Errorf("read connectors directory: %w", err)
 		}
-		id := connID{c.Type, c.Key}
-		vk := fmt.Sprintf("%s/%s/%d", c.Type, c.Key, c.Version)
-		if other, dup := where[vk]; dup {
-			sc.errs = append(sc.errs, &LoadError{File: file, Type: c.Type, Key: c.Key,
-				Err: fmt.Errorf("version %d of %s %q is also defined in %s; give each version its own number", c.Version, c.Type, c.Key, filepath.Base(other))})
-			continue
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if !isConnectorFile(e) {
+				continue
+			}
+			file := filepath.Join(dir, e.Name())
+			c, known, err := s.readFile(file)
+			for k := range known {
+				sc.known[k] = true
+			}
+			if err != nil {
+				sc.errs = append(sc.errs, loadErrorFor(file, err))
+				continue
+			}
+			id := connID{c.Type, c.Key}
+			vk := fmt.Sprintf("%s/%s/%d", c.Type, c.Key, c.Version)
+			if other, dup := where[vk]; dup {
+				if filepath.Dir(other) == dir {
+					other = filepath.Base(other)
+				}
+				sc.errs = append(sc.errs, &LoadError{File: file, Type: c.Type, Key: c.Key,
+					Err: fmt.Errorf("version %d of %s %q is also defined in %s; give each version its own number", c.Version, c.Type, c.Key, other)})
+				continue
+			}
+			where[vk] = file
+			sc.versions[id] = append(sc.versions[id], c)
 		}
-		where[vk] = file
-		sc.versions[id] = append(sc.versions[id], c)
 	}
 	for id := range sc.versions {
 		slices.SortFunc(sc.versions[id], func(a, b *Connector) int { return cmpU64(a.Version, b.Version) })
 	}
 	return sc, nil
+}
+
+// dirs are the directories versions are read from: config_dir, then the
+// run directory when it is another.
+func (s *Store) dirs() []string {
+	if s.runDir == s.dir {
+		return []string{s.dir}
+	}
+	return []string{s.dir, s.runDir}
 }
 
 func cmpU64(a, b uint64) int {
@@ -151,6 +168,8 @@ func loadErrorFor(file string, err error) *LoadError {
 type activeVersions struct {
 	Sinks   map[string]uint64 `toml:"sinks"`
 	Sources map[string]uint64 `toml:"sources"`
+
+	from map[connID]string // the file each entry was read from
 }
 
 func (a *activeVersions) m(kind Kind) map[string]uint64 {
@@ -166,9 +185,23 @@ func (a *activeVersions) m(kind Kind) map[string]uint64 {
 	return a.Sinks
 }
 
-func (s *Store) activePath() string { return filepath.Join(s.dir, ActiveVersionsFile) }
+// file is the active versions file that records id.
+func (a *activeVersions) file(id connID) string { return a.from[id] }
 
-// read scans the directory and reads the active versions.
+// activePaths are the active versions files, in the order they apply:
+// config_dir's, then the run directory's, whose entries win.
+func (s *Store) activePaths() []string {
+	paths := []string{filepath.Join(s.dir, ActiveVersionsFile)}
+	if s.runDir != s.dir {
+		paths = append(paths, s.runActivePath())
+	}
+	return paths
+}
+
+// runActivePath is the active versions file the store writes.
+func (s *Store) runActivePath() string { return filepath.Join(s.runDir, ActiveVersionsFile) }
+
+// read scans the directories and reads the active versions.
 func (s *Store) read(ctx context.Context) (*scan, *activeVersions, error) {
 	sc, err := s.scan(ctx)
 	if err != nil {
@@ -181,23 +214,42 @@ func (s *Store) read(ctx context.Context) (*scan, *activeVersions, error) {
 	return sc, av, nil
 }
 
-// readActive reads the active versions file; a missing file selects
-// nothing.
+// readActive merges the active versions files: an entry of the run
+// directory's wins over config_dir's.
 func (s *Store) readActive() (*activeVersions, error) {
+	all := &activeVersions{from: map[connID]string{}}
+	for _, path := range s.activePaths() {
+		a, err := s.readActiveFile(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, kind := range []Kind{KindSink, KindSource} {
+			for k, v := range a.m(kind) {
+				all.m(kind)[k] = v
+				all.from[connID{kind, k}] = path
+			}
+		}
+	}
+	return all, nil
+}
+
+// readActiveFile reads one active versions file; a missing file selects
+// nothing.
+func (s *Store) readActiveFile(path string) (*activeVersions, error) {
 	var a activeVersions
-	data, err := os.ReadFile(s.activePath())
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &a, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", ActiveVersionsFile, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	md, err := toml.Decode(string(data), &a)
 	if err != nil {
-		return nil, fmt.Errorf("%s: invalid (expected [sinks] and [sources] tables of key = version): %w", s.activePath(), err)
+		return nil, fmt.Errorf("%s: invalid (expected [sinks] and [sources] tables of key = version): %w", path, err)
 	}
 	if u := md.Undecoded(); len(u) > 0 {
-		return nil, fmt.Errorf("%s: unknown key %s (expected [sinks] and [sources] tables of key = version): %w", s.activePath(), u[0], ErrInvalid)
+		return nil, fmt.Errorf("%s: unknown key %s (expected [sinks] and [sources] tables of key = version): %w", path, u[0], ErrInvalid)
 	}
 	return &a, nil
 }
@@ -256,7 +308,7 @@ func envWarnings(names []string, known map[string]bool, cs []*Connector) []strin
 	return out
 }
 
-func (s *Store) writeActive(av *activeVersions) error {
+func (s *Store) writeActiveFile(path string, av *activeVersions) error {
 	var buf bytes.Buffer
 	buf.WriteString("# Active connector versions, written by Ferry; the same format as upstream's runtime.\n")
 	for _, sec := range []struct {
@@ -273,7 +325,10 @@ func (s *Store) writeActive(av *activeVersions) error {
 			fmt.Fprintf(&buf, "%s = %d\n", quoteKey(k), sec.m[k])
 		}
 	}
-	return fsx.WriteFile(s.activePath(), buf.Bytes(), 0o644)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return fsx.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 func cmpOr[T comparable](v, def T) T {

@@ -292,15 +292,85 @@ func TestOpenStore(t *testing.T) {
 	t.Parallel()
 	_, err := OpenStore("", noEnv)
 	require.ErrorIs(t, err, ErrInvalid)
-	dir := filepath.Join(t.TempDir(), "made", "here")
+	dir := filepath.Join(t.TempDir(), "not", "here")
+	_, err = OpenStore(dir, noEnv)
+	require.ErrorContains(t, err, "connectors.config_dir "+dir+": ")
+	require.ErrorContains(t, err, "create it, or point config_dir at the directory of your connector files")
+	require.NoDirExists(t, dir, "a missing config_dir is not made up")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	s, err := OpenStore(dir, noEnv)
 	require.NoError(t, err)
-	require.DirExists(t, dir)
 	set, err := s.Load(t.Context())
 	require.NoError(t, err)
 	require.Empty(t, set.Connectors)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
+}
+
+// With a run directory, config_dir is only read: what is created at run
+// time (versions, active versions) goes to the run directory, and both
+// are read back as one.
+func TestStoreRunDirectory(t *testing.T) {
+	t.Parallel()
+	conf, run := t.TempDir(), filepath.Join(t.TempDir(), "state", "connectors")
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "out.toml"), []byte(sinkV0), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(conf, ActiveVersionsFile), []byte("[sinks]\nstdout = 0\n"), 0o644))
+	before := dirListing(t, conf)
+	s, err := OpenStore(conf, noEnv, WithRunDir(run))
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	c, err := s.Active(ctx, KindSink, "stdout")
+	require.NoError(t, err)
+	v1, err := s.Create(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), v1.Version)
+	require.Equal(t, run, filepath.Dir(v1.File))
+	a, err := s.Active(ctx, KindSink, "stdout")
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), a.Version, "config_dir's active version still applies")
+	require.NoError(t, s.SetActive(ctx, KindSink, "stdout", 1))
+	a, err = s.Active(ctx, KindSink, "stdout")
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), a.Version, "the run directory's choice wins")
+	vs, err := s.Versions(ctx, KindSink, "stdout")
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	require.Equal(t, before, dirListing(t, conf), "config_dir is not written")
+	require.FileExists(t, filepath.Join(run, ActiveVersionsFile))
+
+	// A new connector lives in the run directory alone.
+	hook := strings.Replace(sinkV0, `key = "stdout"`, `key = "hook-x"`, 1)
+	hc, err := ParseConnector("hook.toml", []byte(hook), noEnv)
+	require.NoError(t, err)
+	_, err = s.Create(ctx, hc)
+	require.NoError(t, err)
+	set, err := s.Load(ctx)
+	require.NoError(t, err)
+	require.Len(t, set.Connectors, 2)
+	require.NoError(t, s.DeleteConnector(ctx, KindSink, "hook-x"))
+	require.Equal(t, before, dirListing(t, conf))
+
+	// Deleting a connector of config_dir is an explicit request: its
+	// files and entries go from both directories.
+	require.NoError(t, s.DeleteConnector(ctx, KindSink, "stdout"))
+	set, err = s.Load(ctx)
+	require.NoError(t, err)
+	require.Empty(t, set.Connectors)
+	require.Empty(t, set.Errors)
+}
+
+func dirListing(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = string(data)
+	}
+	return out
 }
 
 func TestStoreCreatedAt(t *testing.T) {

@@ -46,8 +46,9 @@ func newHookCmd() *cobra.Command {
 		Short: "Run a command for every message on a topic",
 		Long: `A hook runs a shell command for each message on a topic, through a running
 runtime (ferry run) and its management API. Hooks are exec sinks: their
-configuration is stored in the runtime's config_dir, so they survive restarts,
-and they start at once, without restarting the runtime.
+configuration is stored in the runtime's state directory (<state
+path>/connectors, never in config_dir), so they survive restarts, and they
+start at once, without restarting the runtime.
 
 Placeholders {payload} {offset} {stream} {topic} {partition} {id} {timestamp}
 in COMMAND are passed as data (quoted references to FERRY_* variables), never
