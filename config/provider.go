@@ -1,10 +1,10 @@
 package config
 
 import (
-	"path/filepath"
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 )

@@ -25,7 +25,7 @@ type Store struct {
 	dir    string // config_dir, read
 	runDir string // where versions and active versions are written; dir unless WithRunDir
 	env    Env
-	mu  sync.Mutex // serializes writes
+	mu     sync.Mutex // serializes writes
 }
 
 var _ Provider = (*Store)(nil)
