@@ -25,6 +25,7 @@ func startRuntime(t *testing.T, dir, connectorTOML string) *runtime.Runtime {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(`
 [iggy]
 address = "embedded"
+embedded_address = "127.0.0.1:0"
 [state]
 path = "state"
 [connectors]

@@ -180,7 +180,7 @@ func startSinkRuntime(t *testing.T, connectorTOML string) *runtime.Runtime {
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(
-		"[iggy]\naddress = \"embedded\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
+		"[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "sink.toml"), []byte(connectorTOML), 0o644))
 	env := config.WithEnv(config.MapEnv(nil))
 	cfg, err := config.Load(filepath.Join(dir, "config.toml"), env)
