@@ -107,6 +107,7 @@ func newHookCreateCmd(f *apiFlags) *cobra.Command {
 			if h.DeadLetter != "" {
 				fmt.Fprintf(out, "failed messages go to %s after %d retries\n", h.DeadLetter, h.MaxRetries)
 			}
+			fmt.Fprintf(out, "send it a test message: %s\n", sendCommand(h))
 			return nil
 		},
 	}
@@ -268,6 +269,13 @@ type hookView struct {
 	MaxRetries    uint32            `json:"max_retries"`
 	OnError       string            `json:"on_error"`
 	DeadLetter    string            `json:"dead_letter,omitempty"`
+	// Counters from /stats.
+	Consumed     uint64 `json:"messages_consumed"`
+	Processed    uint64 `json:"messages_processed"`
+	Errors       uint64 `json:"errors"`
+	DeadLettered uint64 `json:"messages_dead_lettered"`
+	// IggyAddress is where to send messages to the hook's topic.
+	IggyAddress string `json:"iggy_address,omitempty"`
 }
 
 func viewOf(info sinkInfo, c *sinkConfig) *hookView {
@@ -316,14 +324,25 @@ func getHook(ctx context.Context, c *apiClient, name string) (*hookView, error) 
 	if !isHook(info.Key, info.Path) {
 		return nil, fmt.Errorf("sink %s is not a hook (its path is %q, not \"exec\")", info.Key, info.Path)
 	}
+	var h *hookView
 	var cfg sinkConfig
 	if err := c.call(ctx, "GET", "/sinks/"+key+"/configs/active", nil, &cfg); err != nil {
 		if !isNotFound(err) {
 			return nil, err
 		}
-		return viewOf(info, nil), nil
+		h = viewOf(info, nil)
+	} else {
+		h = viewOf(info, &cfg)
 	}
-	return viewOf(info, &cfg), nil
+	st, err := c.stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := st.find("sink", info.Key); ok {
+		h.Consumed, h.Processed, h.Errors, h.DeadLettered = deref(s.Consumed), deref(s.Processed), s.Errors, s.DeadLettered
+	}
+	h.IggyAddress = st.IggyAddress
+	return h, nil
 }
 
 func newHookListCmd(f *apiFlags) *cobra.Command {
@@ -399,6 +418,8 @@ func printHook(w io.Writer, h *hookView) error {
 		{"topic", h.Stream + "/" + h.Topic}, {"command", h.Command}, {"working dir", h.WorkingDir},
 		{"timeout", h.Timeout}, {"shell", h.Shell}, {"consumer group", h.ConsumerGroup},
 		{"on error", fmt.Sprintf("%s after %d retries", h.OnError, h.MaxRetries)}, {"dead letter", h.DeadLetter},
+		{"messages", fmt.Sprintf("%d consumed, %d processed, %d errors, %d dead-lettered", h.Consumed, h.Processed, h.Errors, h.DeadLettered)},
+		{"test message", sendCommand(h)},
 		{"sink key", h.Key}, {"version", strconv.FormatUint(h.Version, 10)},
 	}
 	if h.Concurrency > 1 {
@@ -421,6 +442,24 @@ func printHook(w io.Writer, h *hookView) error {
 		}
 	}
 	return nil
+}
+
+// sendCommand is the ferry command that sends a message to the hook's
+// topic, with --address when the broker is not where the CLI looks.
+func sendCommand(h *hookView) string {
+	cmd := "ferry message send " + shellWord(h.Stream) + " " + shellWord(h.Topic) + " 'hello from ferry'"
+	if h.IggyAddress != "" && h.IggyAddress != config.DefaultEmbeddedAddress {
+		cmd += " --address " + h.IggyAddress
+	}
+	return cmd
+}
+
+// shellWord quotes s for a POSIX shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func newHookDeleteCmd(f *apiFlags) *cobra.Command {

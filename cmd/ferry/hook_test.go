@@ -246,6 +246,16 @@ func TestHookThroughTheLocalToken(t *testing.T) {
 	live.send(t, "hooks", "t", "via the local token")
 	waitFor(t, "the hook ran", fileHas(received, "via the local token"))
 
+	out, err = ferry(t, "", "connectors", "restart", "hook-local", "--api", live.url)
+	require.NoError(t, err)
+	require.Regexp(t, `^sink hook-local restarted \(status (running|starting)\)`, out)
+	_, err = ferry(t, "", "connectors", "restart", "nope", "--api", live.url)
+	require.ErrorContains(t, err, `no connector "nope" (ferry status lists them)`)
+	out, err = ferry(t, "", "hook", "get", "local", "--api", live.url)
+	require.NoError(t, err)
+	require.Contains(t, out, "messages:       1 consumed, 1 processed, 0 errors, 0 dead-lettered")
+	require.Contains(t, out, "test message:   ferry message send hooks t 'hello from ferry' --address "+live.rt.IggyAddress())
+
 	mark := filepath.Join(dir, "ran")
 	_, err = ferry(t, "", "hook", "create", "h", "t", "touch "+mark, "--api", live.url, "--api-key", "guess")
 	require.Error(t, err)

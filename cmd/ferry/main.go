@@ -51,6 +51,8 @@ func newRootCmd() *cobra.Command {
 		newTopicCmd(),
 		newMessageCmd(),
 		newHookCmd(),
+		newStatusCmd(),
+		newConnectorsCmd(),
 		newBenchCmd(),
 	)
 	return root
