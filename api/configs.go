@@ -20,20 +20,26 @@ import (
 const maxBody = 1 << 20
 
 // runningVersion returns the version the runtime runs for a connector, and
-// whether it runs one (a connector whose configuration failed to load, or
-// one created through the API and not started, has none).
-func (s *Server) runningVersion(kind connector.Kind, key string) (runtime.Info, bool) {
+// whether it runs one (a connector whose configuration failed to load,
+// one created through the API and not started, or one stopped, has none).
+func (s *Server) runningVersion(kind connector.Kind, key string) (uint64, bool) {
 	i, err := s.rt.Connector(kind, key)
-	if err != nil || i.Config == nil {
-		return i, false
+	if err != nil || i.Config == nil || i.Status == runtime.StatusStopped {
+		return 0, false
 	}
-	return i, true
+	return i.Version, true
+}
+
+// view is a version as the API shows it: active when the provider selects
+// it (a restart runs it), running when the connector runs it now.
+func (s *Server) view(kind connector.Kind, c *config.Connector, active bool) configVersion {
+	n, runs := s.runningVersion(kind, c.Key)
+	return configVersion{c: c, active: active, running: runs && n == c.Version}
 }
 
 // listConfigs serves GET /{kind}s/{key}/configs: every stored version,
-// lowest first, each with "active" true for the version the connector
-// runs (upstream's meaning); for a connector that runs none, the version
-// the provider has selected.
+// lowest first; "active" marks the version selected to run, "running" the
+// one the connector runs now.
 func (s *Server) listConfigs(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
 	p, err := s.provider()
@@ -47,18 +53,13 @@ func (s *Server) listConfigs(w http.ResponseWriter, r *http.Request, kind connec
 		}
 		return providerError(kind, key, nil, err)
 	}
-	info, runs := s.runningVersion(kind, key)
 	out := make([]configVersion, 0, len(versions))
 	for _, v := range versions {
 		c, err := p.Get(r.Context(), config.Kind(kind), key, v.Version)
 		if err != nil {
 			return providerError(kind, key, &v.Version, err)
 		}
-		active := v.Active
-		if runs {
-			active = v.Version == info.Version
-		}
-		out = append(out, configVersion{c: c, active: active})
+		out = append(out, s.view(kind, c, v.Active))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -79,13 +80,8 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request, kind connecto
 	if err != nil {
 		return s.versionError(r.Context(), p, kind, key, version, err)
 	}
-	active := false
-	if info, runs := s.runningVersion(kind, key); runs {
-		active = info.Version == version
-	} else if a, err := p.Active(r.Context(), config.Kind(kind), key); err == nil {
-		active = a.Version == version
-	}
-	writeJSON(w, http.StatusOK, configVersion{c: c, active: active})
+	a, err := p.Active(r.Context(), config.Kind(kind), key)
+	writeJSON(w, http.StatusOK, s.view(kind, c, err == nil && a.Version == version))
 	return nil
 }
 
@@ -106,27 +102,29 @@ func (s *Server) versionError(ctx context.Context, p config.Provider, kind conne
 	return providerError(kind, key, &version, err)
 }
 
-// getActiveConfig serves GET /{kind}s/{key}/configs/active: the
-// configuration the connector runs (upstream's meaning), or, for a
-// connector that runs none, the version the provider has selected.
+// getActiveConfig serves GET /{kind}s/{key}/configs/active: the version
+// selected to run, at once after PUT .../configs/active; "running" says
+// whether the connector runs it already, and "restart_required" that it
+// waits for POST .../restart. For a connector the provider no longer has,
+// the configuration it runs.
 func (s *Server) getActiveConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
-	if info, runs := s.runningVersion(kind, key); runs {
-		writeJSON(w, http.StatusOK, configVersion{c: info.Config, active: true})
-		return nil
-	}
 	p, err := s.provider()
 	if err != nil {
 		return err
 	}
 	c, err := p.Active(r.Context(), config.Kind(kind), key)
 	if err != nil {
+		if i, rerr := s.rt.Connector(kind, key); rerr == nil && i.Config != nil {
+			writeJSON(w, http.StatusOK, s.view(kind, i.Config, true))
+			return nil
+		}
 		if errors.Is(err, config.ErrInvalid) {
 			return connectorNotFound(kind, key)
 		}
 		return providerError(kind, key, nil, err)
 	}
-	writeJSON(w, http.StatusOK, configVersion{c: c, active: true})
+	writeJSON(w, http.StatusOK, s.view(kind, c, true))
 	return nil
 }
 
@@ -175,7 +173,7 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 	if err != nil {
 		return err
 	}
-	c, err := config.DecodeConnectorJSON("request body", config.Kind(kind), key, body, config.WithEnv(config.MapEnv(nil)))
+	c, err := config.DecodeConnectorJSON("request body", config.Kind(kind), key, withoutAnswerKeys(body), config.WithEnv(config.MapEnv(nil)))
 	if err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: codeInvalidConfig, Reason: err.Error(), Err: err}
 	}
@@ -196,12 +194,13 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 		return providerError(kind, key, nil, err)
 	}
 	s.log.Info("configuration version created", "connector_type", string(kind), "connector_key", key, "version", saved.Version)
-	writeJSON(w, http.StatusOK, configVersion{c: saved, active: false})
+	writeJSON(w, http.StatusOK, s.view(kind, saved, false))
 	return nil
 }
 
-// deleteConfig serves DELETE /{kind}s/{key}/configs?version=N. The active
-// version cannot be deleted (409): activate another one first. Upstream
+// deleteConfig serves DELETE /{kind}s/{key}/configs?version=N. Neither the
+// active version nor the running one can be deleted (409): activate
+// another one, and restart, first. Upstream
 // deletes the active version when version is left out; Ferry requires it.
 func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
@@ -217,12 +216,46 @@ func (s *Server) deleteConfig(w http.ResponseWriter, r *http.Request, kind conne
 	if err != nil {
 		return err
 	}
+	a, aerr := p.Active(r.Context(), config.Kind(kind), key)
+	if n, runs := s.runningVersion(kind, key); runs && n == version && (aerr != nil || a.Version != version) {
+		return &APIError{Status: http.StatusConflict, Code: codeConfigVersionRunning,
+			Reason: fmt.Sprintf("%s %q version %d is running: restart the connector (POST /%ss/%s/restart) so that it runs the active version, then delete this one",
+				kind, key, version, kind, key)}
+	}
 	if err := p.Delete(r.Context(), config.Kind(kind), key, version); err != nil {
 		return s.versionError(r.Context(), p, kind, key, version, err)
 	}
 	s.log.Info("configuration version deleted", "connector_type", string(kind), "connector_key", key, "version", version)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// answerKeys are what a configuration answer adds to a configuration;
+// a client that sends an answer back as a new version need not remove
+// them.
+var answerKeys = []string{"active", "running", "restart_required"}
+
+// withoutAnswerKeys removes answerKeys from a JSON object body.
+func withoutAnswerKeys(body []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body // the decoder reports what is wrong
+	}
+	found := false
+	for _, k := range answerKeys {
+		if _, ok := m[k]; ok {
+			delete(m, k)
+			found = true
+		}
+	}
+	if !found {
+		return body
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 func parseVersion(field, s string) (uint64, error) {

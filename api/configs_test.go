@@ -40,21 +40,37 @@ func TestConfigVersionsFlow(t *testing.T) {
 	require.Equal(t, map[string]any{"flush": float64(10)}, c["plugin_config"])
 	require.Equal(t, float64(20), c["streams"].([]any)[0].(map[string]any)["batch_length"])
 
-	// List: version 0 runs, so it is the active one.
+	// List: version 0 is active (the highest when the file came first it
+	// was the only one) and runs.
 	list := e.do("GET", "/sinks/out/configs", "").array(t)
 	require.Len(t, list, 2)
-	requireConfigShape(t, list[0], "out", 0, true)
-	requireConfigShape(t, list[1], "out", 1, false)
+	requireConfigShape(t, list[0], "out", 0, false)
+	requireConfigShape(t, list[1], "out", 1, true)
+	require.Equal(t, true, list[0]["running"])
+	require.Equal(t, false, list[1]["running"])
+	require.Equal(t, true, list[1]["restart_required"], "the highest version is selected and waits for a restart")
 	r = e.do("GET", "/sinks/out/configs/1", "")
 	require.Equal(t, http.StatusOK, r.status)
-	requireConfigShape(t, r.object(t), "out", 1, false)
+	requireConfigShape(t, r.object(t), "out", 1, true)
 	require.Equal(t, "Counter v1", r.object(t)["name"])
 
-	// Select version 1: nothing changes until the restart (upstream's semantics).
+	// Select version 0, then 1: the API says at once which version is
+	// active and that it waits for a restart; version 0 keeps running.
+	r = e.do("PUT", "/sinks/out/configs/active", `{"version": 0}`)
+	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+	a := e.do("GET", "/sinks/out/configs/active", "").object(t)
+	requireConfigShape(t, a, "out", 0, true)
+	require.Equal(t, true, a["running"])
+	require.NotContains(t, a, "restart_required")
 	r = e.do("PUT", "/sinks/out/configs/active", `{"version": 1}`)
 	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
 	require.Empty(t, r.body)
-	requireConfigShape(t, e.do("GET", "/sinks/out/configs/active", "").object(t), "out", 0, true)
+	a = e.do("GET", "/sinks/out/configs/active", "").object(t)
+	requireConfigShape(t, a, "out", 1, true)
+	require.Equal(t, false, a["running"])
+	require.Equal(t, true, a["restart_required"])
+	requireError(t, e.do("DELETE", "/sinks/out/configs?version=0", ""), http.StatusConflict, "config_version_running",
+		"version 0 is running: restart the connector (POST /sinks/out/restart)")
 
 	// Restart: version 1 runs.
 	r = e.do("POST", "/sinks/out/restart", "")
@@ -66,9 +82,11 @@ func TestConfigVersionsFlow(t *testing.T) {
 	require.Equal(t, float64(20), d["streams"].([]any)[0].(map[string]any)["batch_length"])
 	active := e.do("GET", "/sinks/out/configs/active", "").object(t)
 	requireConfigShape(t, active, "out", 1, true)
+	require.Equal(t, true, active["running"])
 	list = e.do("GET", "/sinks/out/configs", "").array(t)
 	requireConfigShape(t, list[0], "out", 0, false)
 	requireConfigShape(t, list[1], "out", 1, true)
+	require.Equal(t, false, list[0]["running"])
 	before := e.count("out").Load()
 	eventually(t, "version 1 consumes", func() bool { return e.count("out").Load() > before })
 

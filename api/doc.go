@@ -28,9 +28,14 @@
 // (not_supported) for DELETE /{kind}s/{key} with the HTTP provider, 500
 // otherwise; Ferry's guards below answer 403 and 415.
 //
-// Like upstream, "active" in a configuration listing and GET .../configs/active
-// mean the configuration the connector is running now; PUT .../configs/active
-// selects the version that the next restart (POST .../restart) runs.
+// "active" in a configuration listing and GET .../configs/active is the
+// version selected to run: PUT .../configs/active changes it at once, and
+// the next restart (POST .../restart) runs it. Ferry adds "running" (the
+// version the connector runs now) and, on an active version that does not
+// run yet, "restart_required": true. Neither the active nor the running
+// version can be deleted (409 config_version_active,
+// config_version_running). A configuration answer posted back as a new
+// version may keep these keys.
 //
 // Guards against web pages (Ferry; upstream has none), before anything
 // else: the operator's browser must not become a way in, since the API

@@ -40,14 +40,15 @@ type errorBody struct {
 // Error codes. The first ones are upstream's (RuntimeError::as_code);
 // the Ferry ones name cases upstream has no code for.
 const (
-	codeError               = "error"
-	codeInvalidConfig       = "invalid_configuration"
-	codeInvalidKey          = "invalid_connector_key"
-	codeUnauthorized        = "unauthorized"          // Ferry: upstream sends no body
-	codeBadRequest          = "bad_request"           // Ferry: upstream's extractors answer in plain text
-	codeActiveVersion       = "config_version_active" // Ferry: upstream deletes the active version
-	codePluginConfigMissing = "plugin_config_not_found"
-	codeUnavailable         = "runtime_unavailable"
+	codeError                = "error"
+	codeInvalidConfig        = "invalid_configuration"
+	codeInvalidKey           = "invalid_connector_key"
+	codeUnauthorized         = "unauthorized"           // Ferry: upstream sends no body
+	codeBadRequest           = "bad_request"            // Ferry: upstream's extractors answer in plain text
+	codeActiveVersion        = "config_version_active"  // Ferry: upstream deletes the active version
+	codeConfigVersionRunning = "config_version_running" // Ferry: the version the connector runs
+	codePluginConfigMissing  = "plugin_config_not_found"
+	codeUnavailable          = "runtime_unavailable"
 )
 
 func notFoundCode(kind connector.Kind) string { return string(kind) + "_not_found" }

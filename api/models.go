@@ -105,9 +105,14 @@ func field(c *config.Connector, name string) (json.RawMessage, error) {
 // configVersion is upstream's SinkConfigResponse / SourceConfigResponse:
 // the configuration (SinkConfig / SourceConfig) with "active" added, its
 // secrets redacted (config.Connector.Redacted; upstream sends them).
+// "active" is the version selected to run (the one PUT .../configs/active
+// chose, which a restart runs); Ferry adds "running", true for the
+// version the connector runs now, and, on the active version while
+// another one runs, "restart_required".
 type configVersion struct {
-	c      *config.Connector
-	active bool
+	c       *config.Connector
+	active  bool
+	running bool
 }
 
 func (v configVersion) MarshalJSON() ([]byte, error) {
@@ -123,5 +128,9 @@ func (v configVersion) MarshalJSON() ([]byte, error) {
 	if bytes.Equal(data, []byte("{}")) {
 		sep = ""
 	}
-	return fmt.Appendf(data[:len(data)-1:len(data)-1], `%s"active":%t}`, sep, v.active), nil
+	data = fmt.Appendf(data[:len(data)-1:len(data)-1], `%s"active":%t,"running":%t`, sep, v.active, v.running)
+	if v.active && !v.running {
+		data = append(data, `,"restart_required":true`...)
+	}
+	return append(data, '}'), nil
 }

@@ -77,7 +77,6 @@ func TestConfigsAPIRedactsSecrets(t *testing.T) {
 	// back from the version it was read from; a changed value is kept.
 	r = e.do("GET", "/sinks/vault/configs/active", "")
 	edited := strings.Replace(string(r.body), `"batch":10`, `"batch":20`, 1)
-	edited = strings.Replace(edited, `,"active":true`, ``, 1)
 	edited = strings.Replace(edited, `"signing_secret":"****"`, `"signing_secret":"new-signing"`, 1)
 	r = e.do("POST", "/sinks/vault/configs", edited)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
