@@ -348,6 +348,11 @@ func (mem *member) deadLetter(ctx context.Context, failed []failure) error {
 					"partition", f.msg.Partition, "offset", f.msg.Offset, "error", f.err,
 					"dead_letter", mem.dlq.stream+"/"+mem.dlq.topic)
 			}
+			// The connector runs on, but its last error says why messages
+			// went to the dead-letter topic.
+			last := failed[len(failed)-1]
+			mem.r.m.note(fmt.Errorf("%s/%s partition %d offset %d sent to the dead-letter topic %s/%s: %w",
+				last.msg.Stream, last.msg.Topic, last.msg.Partition, last.msg.Offset, mem.dlq.stream, mem.dlq.topic, last.err))
 			return nil
 		}
 		if ctx.Err() != nil {

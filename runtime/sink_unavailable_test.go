@@ -223,8 +223,13 @@ func TestUnmarkedPoisonIsStillIsolated(t *testing.T) {
 		}
 		return nil
 	})
-	_, admin := startOutage(t, 10, sink, 1)
+	rt, admin := startOutage(t, 10, sink, 1)
 	awaitCommitted(t, admin, 9)
+	info, err := rt.Connector(connector.KindSink, "dest")
+	require.NoError(t, err)
+	require.Equal(t, StatusRunning, info.Status, "the sink runs on")
+	require.Contains(t, info.LastError, "offset 3 sent to the dead-letter topic", "and says why a message was dead-lettered")
+	require.Contains(t, info.LastError, "cannot write record")
 	want := append(seqRange(0, 3), seqRange(4, 10)...)
 	require.Equal(t, want, sink.written())
 	dead := deadLetters(t, admin)

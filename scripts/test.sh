@@ -9,6 +9,23 @@ export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH 2>/dev/null || echo "$HOME/
 
 echo "== go $(go version | awk '{print $3}')"
 
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+apt_install() {
+  if [ -z "${APT_UPDATED:-}" ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    APT_UPDATED=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"
+}
+
+# go test -race needs cgo, so a C compiler.
+if ! command -v gcc >/dev/null 2>&1 && ! command -v cc >/dev/null 2>&1; then
+  echo "== installing a C compiler for -race (apt-get install gcc libc6-dev)"
+  apt_install gcc libc6-dev
+fi
+# git: the tests of the first hour check that a run leaves a checkout clean.
+command -v git >/dev/null 2>&1 || { echo "== installing git"; apt_install git; }
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
@@ -25,7 +42,6 @@ pg_bin() {
     [ -x "$d/initdb" ] && echo "$d"
   done | tail -n 1
 }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 # initdb refuses to run as root: run the server as the postgres user then.
 as_pg() {
   if [ "$(id -u)" -ne 0 ]; then "$@"
@@ -36,8 +52,7 @@ as_pg() {
 PG_BIN=$(pg_bin)
 if [ -z "$PG_BIN" ]; then
   echo "== installing PostgreSQL (apt-get install postgresql)"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+  apt_install postgresql
   PG_BIN=$(pg_bin)
   [ -n "$PG_BIN" ] || { echo "PostgreSQL was installed but initdb was not found"; exit 1; }
 fi
@@ -86,4 +101,7 @@ echo "== go vet"
 go vet ./...
 
 echo "== go test -race"
-go test -race -timeout 20m "$@" ./...
+# -json through scripts/testsum: the usual output, then one line
+# "N passed, N failed, N skipped"; the pipe fails when a test does.
+go build -o "$PG_DIR/testsum" ./scripts/testsum
+go test -race -json -timeout 20m "$@" ./... 2>&1 | "$PG_DIR/testsum"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ferryhq/ferry/broker"
@@ -60,7 +61,7 @@ The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/i
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8090", "TCP address to listen on")
-	f.StringVar(&dataDir, "data-dir", "local_data", `directory for streams, topics and messages ("" keeps everything in memory)`)
+	f.StringVar(&dataDir, "data-dir", defaultDataDir(), `directory for streams, topics and messages ("" keeps everything in memory)`)
 	f.StringVar(&fsync, "fsync", "interval", "when to fsync partition logs: always, interval or never (topics with enforce_fsync always fsync)")
 	f.DurationVar(&fsyncInterval, "fsync-interval", time.Second, "fsync period for --fsync=interval")
 	f.IntVar(&maxConns, "max-conns", broker.DefaultMaxConns,
@@ -87,4 +88,18 @@ func newLogger(w *os.File, json bool, level slog.Level) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// defaultDataDir is where ferry serve keeps its data unless told:
+// $XDG_DATA_HOME/ferry/broker, by default ~/.local/share/ferry/broker,
+// never the working directory (often a checkout); "local_data" (upstream's
+// default) only when there is no home directory.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "ferry", "broker")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "ferry", "broker")
+	}
+	return "local_data"
 }

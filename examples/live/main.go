@@ -52,7 +52,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	addr := fl.String("addr", "", `Iggy server, e.g. "iggy://iggy:iggy@127.0.0.1:8090" (default: start an embedded broker)`)
 	streamName := fl.String("stream", "live-example", "stream (created if missing)")
 	topicName := fl.String("topic", "products", "topic (created if missing, one partition)")
-	statePath := fl.String("state", "live-example-state.json", "the target's state file (with -addr)")
+	statePath := fl.String("state", defaultStatePath(), "the target's state file (with -addr)")
 	follow := fl.Bool("follow", false, "keep printing the map's changes until interrupted")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -84,6 +84,9 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		return err
 	}
 
+	if err := os.MkdirAll(filepath.Dir(*statePath), 0o700); err != nil {
+		return fmt.Errorf("state file %s: %w", *statePath, err)
+	}
 	tombstone := func(live.Key) ([]byte, error) { return []byte(`{"deleted":true}`), nil }
 	target, err := h.Target(ctx, stream, topic, live.WithStateFile(*statePath), live.WithDeletionValue(tombstone))
 	if err != nil {
@@ -204,4 +207,14 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// defaultStatePath keeps the target's state out of the working directory
+// (often a checkout): in the user's cache directory.
+func defaultStatePath() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "ferry", "live-example-state.json")
 }
