@@ -101,14 +101,16 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 			r.closeResources()
 		}
 	}()
+	// The provider first: a missing config_dir stops the start before
+	// anything is created or listened on.
+	if r.provider, err = config.NewProvider(r.cfg, r.opts.ConfigOptions...); err != nil {
+		return fmt.Errorf("runtime: connectors provider: %w", err)
+	}
 	if err := r.openState(); err != nil {
 		return err
 	}
 	if err := r.connectIggy(ctx); err != nil {
 		return err
-	}
-	if r.provider, err = config.NewProvider(r.cfg, r.opts.ConfigOptions...); err != nil {
-		return fmt.Errorf("runtime: connectors provider: %w", err)
 	}
 	set, err := r.provider.Load(ctx)
 	if err != nil {

@@ -162,3 +162,98 @@ func (f fileText) String() string {
 	data, _ := os.ReadFile(string(f))
 	return string(data)
 }
+
+// A first Ctrl-C says what the runtime waits for; a second one exits at
+// once, even while a batch is still in flight.
+func TestSecondCtrlCExitsAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(`
+[iggy]
+embedded_address = "127.0.0.1:0"
+[state]
+path = "state"
+[connectors]
+config_dir = "connectors"
+[http]
+enabled = false
+`), 0o644))
+	started := filepath.Join(dir, "started")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "slow.toml"), []byte(`
+type = "sink"
+key = "slow"
+path = "exec"
+[[streams]]
+stream = "s"
+topics = ["t"]
+[plugin_config]
+command = "touch `+started+`; sleep 60"
+timeout = "0s"
+`), 0o644))
+	logFile, err := os.Create(filepath.Join(dir, "run.log"))
+	require.NoError(t, err)
+	defer logFile.Close()
+	logs := fileText(logFile.Name())
+	run := ferryProcess(t, dir, "run", "--config", "config.toml")
+	run.Stdout, run.Stderr = logFile, logFile
+	require.NoError(t, run.Start())
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	defer func() {
+		_ = run.Process.Kill()
+		<-exited
+	}()
+	waitFor(t, "ferry run says where the broker is", func() bool { return strings.Contains(logs.String(), "Send a test message:") })
+	var addr string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "  Iggy broker   "); ok {
+			addr, _, _ = strings.Cut(rest, " ")
+		}
+	}
+	require.NotEmpty(t, addr, "%s", logs.String())
+	out, err := ferry(t, "", "message", "send", "s", "t", `{"x": 1}`, "--address", addr)
+	require.NoError(t, err, out)
+	if !waitUntil(func() bool { _, err := os.Stat(started); return err == nil }) {
+		t.Fatalf("the slow command did not start: %s", logs.String())
+	}
+
+	require.NoError(t, run.Process.Signal(syscall.SIGINT))
+	waitFor(t, "the first Ctrl-C says what it waits for", func() bool {
+		return strings.Contains(logs.String(), "ferry: stopping: waiting for sinks slow to finish their batches in flight and commit")
+	})
+	require.Contains(t, logs.String(), "Press Ctrl-C again to exit at once")
+	require.NoError(t, run.Process.Signal(syscall.SIGINT))
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a second Ctrl-C did not end ferry run: %s", logs.String())
+	}
+	require.Equal(t, 130, run.ProcessState.ExitCode())
+	require.Contains(t, logs.String(), "ferry: second interrupt: exiting now")
+}
+
+func TestRunNeedsAConfiguration(t *testing.T) {
+	t.Setenv(config.EnvConfigPath, "")
+	_, err := ferry(t, "", "run")
+	require.Error(t, err)
+	require.Equal(t, 2, exitCode(err))
+	require.EqualError(t, err, "no configuration: pass --config FILE (for example --config examples/quickstart/config.toml) or set IGGY_CONNECTORS_CONFIG_PATH")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[connectors]\nconfig_dir = \"nowhere\"\n[http]\nenabled = false\n"), 0o644))
+	_, err = ferry(t, "", "run", "--config", filepath.Join(dir, "config.toml"))
+	require.ErrorContains(t, err, "connectors.config_dir "+filepath.Join(dir, "nowhere")+": ")
+	require.ErrorContains(t, err, "create it, or point config_dir at the directory of your connector files")
+	require.NoDirExists(t, filepath.Join(dir, "nowhere"))
+}
+
+// waitUntil is waitFor that reports instead of failing.
+func waitUntil(cond func() bool) bool {
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
