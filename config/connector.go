@@ -27,6 +27,15 @@ type Connector struct {
 	// (map[string]any, []any, string, int64, float64, bool, time.Time),
 	// for the connector to decode with its own spec. Nil when absent.
 	PluginConfig map[string]any
+	// PluginConfigLines are the 1-based lines in File of the plugin_config
+	// keys, by key path within the table ("timeout", "headers.Accept",
+	// "tables[1]"; "" is the [plugin_config] header), so the connector's
+	// spec check can name them (connector.PluginConfig.Lines). Nil when
+	// the configuration did not come from a TOML file.
+	PluginConfigLines map[string]int
+	// PluginConfigVars name the IGGY_CONNECTORS_*_PLUGIN_CONFIG_* variable
+	// that set a plugin_config key, by key path.
+	PluginConfigVars map[string]string
 	// Transforms are the [transforms.*] tables in file order.
 	Transforms []Transform
 	Verbose    bool

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // Struct tags used by the binder:
@@ -205,7 +205,7 @@ func (b *binder) bindValue(p path, v any, dst reflect.Value, f fieldInfo) {
 			b.fail(p, "expected %s, got %s", expectation(t), got())
 			return
 		}
-		d, err := wire.ParseHumanDuration(s)
+		d, err := units.ParseDuration(s)
 		if err != nil {
 			b.fail(p, "expected %s, got %q", expectation(t), s)
 			return

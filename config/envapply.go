@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // overrides applies IGGY_CONNECTORS_* variables to a decoded struct. The
@@ -99,7 +99,7 @@ func setFromString(dst reflect.Value, s string, secret bool) error {
 	}
 	switch {
 	case t == durationType:
-		d, err := wire.ParseHumanDuration(s)
+		d, err := units.ParseDuration(s)
 		if err != nil {
 			return fmt.Errorf(`expected %s, got %s`, expectation(t), show())
 		}

@@ -4,35 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // FormatDuration renders d the way the config files write durations,
 // humantime style: "5ms", "1s", "1h 30m", "1s 500ms".
-func FormatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	var parts []string
-	if d < 0 {
-		d = -d
-		parts = append(parts, "-")
-	}
-	for _, u := range []struct {
-		d    time.Duration
-		name string
-	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}, {time.Nanosecond, "ns"}} {
-		if n := d / u.d; n > 0 {
-			parts = append(parts, strconv.FormatInt(int64(n), 10)+u.name)
-			d -= n * u.d
-		}
-	}
-	return strings.Join(parts, " ")
-}
+func FormatDuration(d time.Duration) string { return units.FormatDuration(d) }
 
 type producerOut struct {
 	Stream         string  `toml:"stream" json:"stream"`

@@ -246,6 +246,7 @@ func loadConnector(b *binder, t *table, kind Kind, key string, env Env) (*Connec
 	for k := range ov.set {
 		b.present[k] = true
 	}
+	c.PluginConfigLines, c.PluginConfigVars = pluginConfigOrigins(b.src, c.PluginConfig, ov.set)
 	c.finish()
 	c.validate(b)
 	markVars(b.errs, ov.set)

@@ -160,3 +160,41 @@ func indexOutsideQuotes(s string, c byte) int {
 	}
 	return -1
 }
+
+// pluginConfigOrigins says where each key of a plugin_config was set: its
+// line in src (nil src: no lines), and the variable that set it (from
+// the overrides' set, keyed by "plugin_config.<key>"). Keys are paths
+// within the table; "" is the table itself.
+func pluginConfigOrigins(src []byte, pc map[string]any, set map[string]string) (map[string]int, map[string]string) {
+	var lines map[string]int
+	if src != nil {
+		lines = map[string]int{}
+		var walk func(p path, v any)
+		walk = func(p path, v any) {
+			if n := locate(src, append(path{"plugin_config"}, p...)); n > 0 {
+				lines[p.String()] = n
+			}
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					walk(p.key(k), e)
+				}
+			case []any:
+				for i, e := range x {
+					walk(p.index(i), e)
+				}
+			}
+		}
+		walk(path{}, pc)
+	}
+	var vars map[string]string
+	for k, name := range set {
+		if rest, ok := strings.CutPrefix(k, "plugin_config."); ok {
+			if vars == nil {
+				vars = map[string]string{}
+			}
+			vars[rest] = name
+		}
+	}
+	return lines, vars
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/stretchr/testify/require"
@@ -40,39 +39,6 @@ func TestRegistryLookup(t *testing.T) {
 	require.Error(t, r.Register(Info{Kind: KindSource, Name: "x"}), "no constructor")
 	require.Error(t, r.Register(Info{Kind: "pipe", Name: "x", NewSource: newNop}))
 	require.Len(t, r.List(KindSource), 1)
-}
-
-func TestPluginConfigDecode(t *testing.T) {
-	t.Parallel()
-	type cfg struct {
-		Interval Duration `json:"interval"`
-		MaxCount *int     `json:"max_count"`
-		Range    []int    `json:"messages_range"`
-		Name     string   `json:"name"`
-	}
-	p := PluginConfig{Source: "connectors/random.toml", Values: map[string]any{
-		"interval": "1h 30m", "max_count": int64(5), "messages_range": []any{int64(1), int64(2)},
-	}}
-	var c cfg
-	require.NoError(t, p.Decode(&c))
-	require.Equal(t, 90*time.Minute, c.Interval.D())
-	require.Equal(t, 5, *c.MaxCount)
-	require.Equal(t, []int{1, 2}, c.Range)
-
-	p.Values = map[string]any{"intervall": "1s"}
-	err := p.Decode(&c)
-	require.ErrorContains(t, err, "connectors/random.toml: plugin_config.intervall is not a setting")
-
-	p.Values = map[string]any{"max_count": "many"}
-	require.ErrorContains(t, p.Decode(&c), "plugin_config.max_count is string, want int")
-
-	p.Values = map[string]any{"interval": "soon"}
-	require.ErrorContains(t, p.Decode(&c), "soon")
-
-	p.Values = map[string]any{"interval": int64(250)}
-	require.NoError(t, p.Decode(&c))
-	require.Equal(t, 250*time.Millisecond, c.Interval.D())
-	require.ErrorContains(t, p.Required("url", ""), "plugin_config.url is required")
 }
 
 func TestMessageHeadersAndErrors(t *testing.T) {

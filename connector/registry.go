@@ -27,6 +27,13 @@ type Info struct {
 	Aliases []string
 	// Summary is one line for listings.
 	Summary string
+	// Spec declares the connector's plugin_config: the runtime checks a
+	// configuration against it before building the connector (Admit),
+	// the constructor parses it (Spec.Parse), API answers redact the
+	// fields it marks secret, and `ferry connectors describe` and
+	// docs/connectors.md are generated from it. Nil only for connectors
+	// that declare nothing (then secrets are guessed by key name).
+	Spec *Spec
 	// NewSource builds a source (for KindSource).
 	NewSource func(Config) (Source, error)
 	// NewSink builds a sink (for KindSink).

@@ -45,7 +45,8 @@ func connectorConfig(m *managed, c *config.Connector) connector.Config {
 func (r *Runtime) connectorConfig(c *config.Connector, log *slog.Logger) connector.Config {
 	return connector.Config{
 		Key: c.Key, Name: c.Name, Verbose: c.Verbose, Logger: log,
-		Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: c.File},
+		Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: c.File,
+			Lines: c.PluginConfigLines, Vars: c.PluginConfigVars},
 		Paths:  r.paths(),
 	}
 }

@@ -1,12 +1,12 @@
 package wire
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // Unlimited is the u64 sentinel for "never expires" and "no size limit".
@@ -35,90 +35,12 @@ func ParseExpiry(s string) (uint64, error) {
 	return uint64(d / time.Microsecond), nil
 }
 
-var durationUnits = map[string]time.Duration{
-	"ns": time.Nanosecond, "nsec": time.Nanosecond, "nanos": time.Nanosecond,
-	"us": time.Microsecond, "µs": time.Microsecond, "usec": time.Microsecond, "micros": time.Microsecond,
-	"ms": time.Millisecond, "msec": time.Millisecond, "millis": time.Millisecond,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"h": time.Hour, "hr": time.Hour, "hrs": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-	"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
-	"month": 2630016 * time.Second, "months": 2630016 * time.Second,
-	"y": 31557600 * time.Second, "year": 31557600 * time.Second, "years": 31557600 * time.Second,
-}
-
 // ParseHumanDuration parses a sequence of <number><unit> parts, optionally
 // separated by spaces ("1h 30m", "2days", "250ms"), humantime style. Go
-// duration strings such as "1h30m" are accepted too.
-func ParseHumanDuration(s string) (time.Duration, error) {
-	rest := strings.TrimSpace(s)
-	if rest == "" {
-		return 0, fmt.Errorf("duration %q is empty", s)
-	}
-	var total time.Duration
-	for rest != "" {
-		i := strings.IndexFunc(rest, func(r rune) bool { return !unicode.IsDigit(r) })
-		if i <= 0 {
-			return 0, fmt.Errorf("duration %q: expected a number at %q (e.g. \"5s\", \"1h 30m\")", s, rest)
-		}
-		n, err := strconv.ParseUint(rest[:i], 10, 63)
-		if err != nil {
-			return 0, fmt.Errorf("duration %q: %w", s, err)
-		}
-		rest = strings.TrimLeft(rest[i:], " ")
-		j := strings.IndexFunc(rest, func(r rune) bool { return unicode.IsDigit(r) || r == ' ' })
-		if j < 0 {
-			j = len(rest)
-		}
-		unit, ok := durationUnits[rest[:j]]
-		if !ok {
-			return 0, fmt.Errorf("duration %q: unknown unit %q (use ms, s, m, h, d, w)", s, rest[:j])
-		}
-		if n > uint64(math.MaxInt64/int64(unit)) {
-			return 0, fmt.Errorf("duration %q overflows", s)
-		}
-		total += time.Duration(n) * unit
-		rest = strings.TrimLeft(rest[j:], " ")
-	}
-	return total, nil
-}
-
-var sizeUnits = map[string]uint64{
-	"": 1, "b": 1,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-	"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-}
+// duration strings such as "1h30m" are accepted too, and "0" alone. See
+// internal/units, where Ferry parses every duration.
+func ParseHumanDuration(s string) (time.Duration, error) { return units.ParseDuration(s) }
 
 // ParseSize parses a byte size such as "1GB", "512 MiB", "100KB" or a
 // plain number of bytes; "unlimited" and "none" give Unlimited.
-func ParseSize(s string) (uint64, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	switch t {
-	case "unlimited", "none", "never":
-		return Unlimited, nil
-	case "":
-		return 0, fmt.Errorf("size %q is empty", s)
-	}
-	i := strings.IndexFunc(t, func(r rune) bool { return !unicode.IsDigit(r) && r != '.' })
-	if i < 0 {
-		i = len(t)
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("size %q: expected a number (e.g. \"1GB\", \"512MiB\")", s)
-	}
-	num, err := strconv.ParseFloat(t[:i], 64)
-	if err != nil {
-		return 0, fmt.Errorf("size %q: %w", s, err)
-	}
-	unit, ok := sizeUnits[strings.TrimSpace(t[i:])]
-	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (use B, KB, MB, GB, KiB, MiB, GiB)", s, strings.TrimSpace(t[i:]))
-	}
-	v := num * float64(unit)
-	if v >= math.MaxUint64 {
-		return 0, fmt.Errorf("size %q overflows", s)
-	}
-	return uint64(v), nil
-}
+func ParseSize(s string) (uint64, error) { return units.ParseSize(s) }
