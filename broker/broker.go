@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // Broker is a running embedded Iggy server. Build one with Start; it
@@ -162,23 +164,21 @@ func (b *Broker) goroutine(fn func()) {
 }
 
 func (b *Broker) acceptLoop() {
-	var delay time.Duration
+	retry := backoff.Backoff{Min: 5 * time.Millisecond, Max: time.Second}
 	for {
 		nc, err := b.ln.Accept()
 		if err != nil {
 			if b.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			delay := retry.Next()
 			b.log.Warn("accept failed; retrying", "err", err, "in", delay)
-			select {
-			case <-time.After(delay):
-			case <-b.ctx.Done():
+			if backoff.Sleep(b.ctx, delay) != nil {
 				return
 			}
 			continue
 		}
-		delay = 0
+		retry.Reset()
 		c := newConn(b, nc)
 		if !b.admit(c) {
 			nc.Close()

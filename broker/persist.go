@@ -4,7 +4,7 @@ package broker
 // broker/storage):
 //
 //   - metadata.json (see metadata.go) is rewritten whole on every metadata
-//     change by writeFileAtomic: a temporary file is written and fsynced,
+//     change by fsx.WriteFile: a temporary file is written and fsynced,
 //     renamed over the old one, and the directory is fsynced, before the
 //     reply leaves. A crash leaves the old or the new file, never a mix.
 //   - offsets, one per partition directory, is the journal of that
@@ -31,11 +31,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 const (
@@ -47,58 +48,23 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// writeFileAtomic replaces path with data: temp file, fsync, rename,
-// directory fsync.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := replaceFile(path, data)
-	if f != nil {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("close %s: %w", path, cerr)
-		}
-	}
-	return err
-}
+// writeFileAtomic replaces path with data durably (fsx.WriteFile), mode
+// 0600.
+func writeFileAtomic(path string, data []byte) error { return fsx.WriteFile(path, data, 0o600) }
 
-// replaceFile writes data to a temporary file beside path, fsyncs it,
-// renames it over path and fsyncs the directory. It returns the new file,
-// still open with its offset at the end (nil if path was not replaced);
-// an error with a non-nil file means the rename happened but the directory
-// fsync failed.
-func replaceFile(path string, data []byte) (*os.File, error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("create temp file for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+// lockDataDir takes the lock of DataDir/LOCK so that two brokers never
+// share a data directory (fsx.LockDir: the kernel drops it when the
+// process dies, and a lock a forked child holds for a moment is waited
+// out). Closing the result releases it.
+func lockDataDir(dir string) (io.Closer, error) {
+	l, err := fsx.LockDir(dir, "LOCK", 0o644)
+	if errors.Is(err, fsx.ErrLocked) {
+		return nil, fmt.Errorf("broker: data directory %s is in use by another broker", dir)
 	}
 	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("broker: lock data directory %s: %w", dir, err)
 	}
-	return f, syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
+	return l, nil
 }
 
 // offsetStore is one partition's consumer offsets, guarded by
@@ -296,7 +262,7 @@ func (j *journal) compact(m map[offsetKey]uint64) error {
 	for k, v := range m {
 		buf = appendJournalRecord(buf, opSet, k, v)
 	}
-	f, err := replaceFile(j.path, buf)
+	f, err := fsx.ReplaceFile(j.path, buf, 0o600)
 	if f == nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 const (
@@ -34,7 +36,7 @@ func OpenFile(dir string, opts Options) (Log, error) {
 	if err := claimDir(abs); err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(filepath.Join(abs, lockName))
+	lock, err := lockDir(abs)
 	if err != nil {
 		releaseDir(abs)
 		return nil, err
@@ -52,6 +54,20 @@ var (
 	openMu   sync.Mutex
 	openDirs = map[string]bool{}
 )
+
+// lockDir takes the directory's LOCK against other processes (openDirs
+// guards this one): fsx.LockDir, which waits out a lock that a child
+// forked by this process holds for a moment.
+func lockDir(abs string) (*fsx.DirLock, error) {
+	lock, err := fsx.LockDir(abs, lockName, 0o644)
+	if errors.Is(err, fsx.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s is locked by another process", ErrLocked, filepath.Join(abs, lockName))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: lock partition directory: %w", err)
+	}
+	return lock, nil
+}
 
 func claimDir(abs string) error {
 	openMu.Lock()
@@ -73,7 +89,7 @@ func releaseDir(abs string) {
 // NAME.index, NAME being the base offset in 20 digits.
 type fileBackend struct {
 	dir  string
-	lock *os.File
+	lock *fsx.DirLock
 }
 
 func (b *fileBackend) stem(base uint64) string { return filepath.Join(b.dir, segmentName(base)) }
@@ -107,7 +123,7 @@ func (b *fileBackend) create(base uint64) (s *segment, err error) {
 			return nil, fmt.Errorf("sync %s: %w", f.Name(), err)
 		}
 	}
-	if err := syncDir(b.dir); err != nil {
+	if err := fsx.SyncDir(b.dir); err != nil {
 		return nil, err
 	}
 	return newSegment(base, files[0], files[1], stem+logExt), nil
@@ -123,31 +139,15 @@ func (b *fileBackend) remove(s *segment) error {
 			return errors.Join(err, rerr)
 		}
 	}
-	return errors.Join(err, syncDir(b.dir))
+	return errors.Join(err, fsx.SyncDir(b.dir))
 }
 
 func (b *fileBackend) close() error {
 	if b.lock == nil {
 		return nil
 	}
-	err := unlockDir(b.lock)
+	err := b.lock.Close()
 	b.lock = nil
 	releaseDir(b.dir)
 	return err
-}
-
-// syncDir makes file creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s to sync: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }

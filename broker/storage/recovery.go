@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 // recoverDir opens the segments in be.dir, oldest first, as the package
@@ -79,7 +80,7 @@ func cutAt(be *fileBackend, s *segment, later []uint64, bad *CorruptError, opts 
 			}
 		}
 	}
-	return syncDir(be.dir)
+	return fsx.SyncDir(be.dir)
 }
 
 // listSegments returns the base offsets of the .log files in dir, sorted,
