@@ -94,7 +94,7 @@ func TestFileStoreSurvivesKill(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if isTemp(e.Name()) {
 				leftovers++ // killed between creating the temp file and the rename
 			}
 		}
@@ -111,7 +111,7 @@ func TestFileStoreSurvivesKill(t *testing.T) {
 		entries, err = os.ReadDir(dir)
 		require.NoError(t, err)
 		for _, e := range entries {
-			require.False(t, strings.HasPrefix(e.Name(), tmpPrefix), "round %d: temp file %s not cleaned at open", round, e.Name())
+			require.False(t, isTemp(e.Name()), "round %d: temp file %s not cleaned at open", round, e.Name())
 		}
 		require.NoError(t, s.Close())
 		t.Logf("round %d: killed after %d acks (last %d); state at version %d; %d temp files left", round, len(acks), lastAck, got, leftovers)

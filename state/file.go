@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -12,12 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 const (
 	fileSuffix = ".state" // <key>.state holds the key's state
-	tmpPrefix  = ".tmp-"  // .tmp-<key>.<random> is a Save in progress
-	lockName   = ".lock"  // held (flock) while a FileStore has the directory open
+	lockName   = ".lock"  // held (fsx.LockDir) while a FileStore has the directory open
+	// oldTmpPrefix starts the temp files of Saves by builds before fsx
+	// (.tmp-<key>.<random>); fsx.IsTemp names today's.
+	oldTmpPrefix = ".tmp-"
 )
 
 // FileStore keeps each key's state in its own file, <dir>/<key>.state,
@@ -36,9 +39,9 @@ const (
 // another process) for as long as the store is open.
 type FileStore struct {
 	dir   string
-	root  *os.Root // all file access goes through root: no escaping dir
-	dirf  *os.File // the directory itself, for fsync after renames
-	lockf *os.File // the directory lock file, released on Close
+	d     *fsx.Dir // all file access goes through it: no escaping dir
+	root  *os.Root // d.Root()
+	lock  *fsx.DirLock
 	locks keyLocks
 
 	mu     sync.RWMutex // operations hold it shared, Close exclusively
@@ -57,11 +60,11 @@ func OpenFile(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state: create directory: %w", err)
 	}
-	root, err := os.OpenRoot(dir)
+	d, err := fsx.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state: open directory: %w", err)
 	}
-	s := &FileStore{dir: dir, root: root, locks: keyLocks{m: map[string]*keyLock{}}}
+	s := &FileStore{dir: dir, d: d, root: d.Root(), locks: keyLocks{m: map[string]*keyLock{}}}
 	if err := s.open(); err != nil {
 		return nil, errors.Join(err, s.closeFiles())
 	}
@@ -70,14 +73,8 @@ func OpenFile(dir string) (*FileStore, error) {
 
 func (s *FileStore) open() error {
 	var err error
-	if s.lockf, err = s.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
-		return fmt.Errorf("state: open lock file in %s: %w", s.dir, err)
-	}
-	if err := lockFile(s.lockf); err != nil {
+	if s.lock, err = fsx.LockDir(s.dir, lockName, 0o600); err != nil {
 		return fmt.Errorf("state: lock directory %s (is another Ferry process using it?): %w", s.dir, err)
-	}
-	if s.dirf, err = s.root.Open("."); err != nil {
-		return fmt.Errorf("state: open directory %s: %w", s.dir, err)
 	}
 	entries, err := fs.ReadDir(s.root.FS(), ".")
 	if err != nil {
@@ -85,7 +82,7 @@ func (s *FileStore) open() error {
 	}
 	removed := false
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) && e.Type().IsRegular() {
+		if isTemp(e.Name()) && e.Type().IsRegular() {
 			if err := s.root.Remove(e.Name()); err != nil {
 				return fmt.Errorf("state: remove leftover temp file %s: %w", s.path(e.Name()), err)
 			}
@@ -93,12 +90,15 @@ func (s *FileStore) open() error {
 		}
 	}
 	if removed {
-		if err := s.dirf.Sync(); err != nil {
-			return fmt.Errorf("state: sync directory %s: %w", s.dir, err)
+		if err := s.d.Sync(); err != nil {
+			return fmt.Errorf("state: %w", err)
 		}
 	}
 	return nil
 }
+
+// isTemp reports whether name is the temp file of a Save that crashed.
+func isTemp(name string) bool { return fsx.IsTemp(name) || strings.HasPrefix(name, oldTmpPrefix) }
 
 // Dir returns the directory the store was opened on.
 func (s *FileStore) Dir() string { return s.dir }
@@ -148,7 +148,7 @@ func (s *FileStore) Save(ctx context.Context, key string, data []byte, expected 
 		return "", &ConflictError{Key: key, Expected: expected, Actual: actual}
 	}
 	next := cur + 1
-	if err := s.writeAtomic(key, encodeFile(next, data)); err != nil {
+	if err := s.d.WriteFile(fileName(key), encodeFile(next, data), 0o600); err != nil {
 		return "", fmt.Errorf("state %q: save: %w", key, err)
 	}
 	return fileVersion(next), nil
@@ -171,8 +171,8 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		}
 		return fmt.Errorf("state %q: delete %s: %w", key, s.path(fileName(key)), err)
 	}
-	if err := s.dirf.Sync(); err != nil {
-		return fmt.Errorf("state %q: delete: sync directory %s: %w", key, s.dir, err)
+	if err := s.d.Sync(); err != nil {
+		return fmt.Errorf("state %q: delete: %w", key, err)
 	}
 	return nil
 }
@@ -193,14 +193,7 @@ func (s *FileStore) Close() error {
 }
 
 func (s *FileStore) closeFiles() error {
-	var errs []error
-	for _, f := range []*os.File{s.dirf, s.lockf} {
-		if f != nil {
-			errs = append(errs, f.Close()) // closing lockf releases the flock
-		}
-	}
-	errs = append(errs, s.root.Close())
-	return errors.Join(errs...)
+	return errors.Join(s.lock.Close(), s.d.Close())
 }
 
 // begin validates key and ctx and takes the shared lock; on success the
@@ -241,41 +234,6 @@ func (s *FileStore) read(key string) (uint64, []byte, error) {
 		return 0, nil, &CorruptError{Path: s.path(name), Err: err}
 	}
 	return v, data, nil
-}
-
-// writeAtomic replaces key's file with b: temp file, write, fsync, rename,
-// fsync of the directory. On failure before the rename the temp file is
-// removed and the old state is untouched.
-func (s *FileStore) writeAtomic(key string, b []byte) (err error) {
-	tmp := tmpPrefix + key + "." + rand.Text()
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("create temp file in %s: %w", s.dir, err)
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			_ = f.Close() // may already be closed; the write error is what matters
-			_ = s.root.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", s.path(tmp), err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", s.path(tmp), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", s.path(tmp), err)
-	}
-	if err := s.root.Rename(tmp, fileName(key)); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", s.path(tmp), s.path(fileName(key)), err)
-	}
-	renamed = true
-	if err := s.dirf.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s after rename (the new state may not be durable): %w", s.dir, err)
-	}
-	return nil
 }
 
 // fileVersion renders a counter as a Version; 0 is the zero Version.

@@ -122,9 +122,10 @@ func TestFileStoreIgnoresLeftoverTempFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	// A crash before the rename leaves temp files: one torn, one complete.
-	torn := filepath.Join(dir, tmpPrefix+"src.AAAA")
-	complete := filepath.Join(dir, tmpPrefix+"src.BBBB")
+	// A crash before the rename leaves temp files: one torn, one complete
+	// (named as builds before fsx named them).
+	torn := filepath.Join(dir, ".src.state.tmp-AAAA")
+	complete := filepath.Join(dir, oldTmpPrefix+"src.BBBB")
 	require.NoError(t, os.WriteFile(torn, encodeFile(2, []byte("uncommitted"))[:10], 0o600))
 	require.NoError(t, os.WriteFile(complete, encodeFile(2, []byte("uncommitted")), 0o600))
 	other := filepath.Join(dir, "README")

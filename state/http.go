@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // ErrNoETag is wrapped when the state service answers a GET or PUT without
@@ -235,7 +237,7 @@ func NewHTTP(rawURL string, opts ...HTTPOption) (*HTTPStore, error) {
 		cfg:       cfg,
 		tmpl:      tmpl,
 		keyInPath: !strings.Contains(tmpl[:strings.Index(tmpl, "{key}")], "?"),
-		sleep:     sleepCtx,
+		sleep:     backoff.Sleep,
 	}
 	for _, vs := range cfg.header {
 		for _, v := range vs {

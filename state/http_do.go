@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // httpResult is one answer from the state service, body already read.
@@ -72,6 +73,7 @@ func (s *HTTPStore) call(ctx context.Context, method, key string, body []byte, h
 	stop := context.AfterFunc(s.closeCtx, cancel)
 	defer stop()
 
+	retry := s.schedule()
 	for attempt := 1; ; attempt++ {
 		res, err := s.attempt(ctx, method, u, where, body, h)
 		var wait time.Duration
@@ -92,10 +94,10 @@ func (s *HTTPStore) call(ctx context.Context, method, key string, body []byte, h
 		if attempt >= s.cfg.retry.MaxAttempts {
 			return nil, fmt.Errorf("%s %s: giving up after %d attempts: %w", method, where, attempt, err)
 		}
-		if haveWait {
+		if next := retry.Next(); haveWait {
 			wait = min(wait, s.cfg.retry.MaxRetryAfter)
 		} else {
-			wait = s.backoff(attempt)
+			wait = next
 		}
 		if serr := s.sleep(ctx, wait); serr != nil {
 			return nil, s.abortError(ctx, method, where, err)
@@ -197,16 +199,11 @@ func (s *HTTPStore) excerpt(b []byte) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// backoff returns the wait after the attempt-th failure: InitialBackoff
-// doubled per attempt, capped at MaxBackoff, drawn from [d/2, d].
-func (s *HTTPStore) backoff(attempt int) time.Duration {
-	d, maxD := s.cfg.retry.InitialBackoff, s.cfg.retry.MaxBackoff
-	for i := 1; i < attempt && d < maxD; i++ {
-		d *= 2
-	}
-	d = min(d, maxD)
-	half := d / 2
-	return half + mathrand.N(d-half+1)
+// schedule is the schedule of one call's waits: InitialBackoff doubled per
+// failed attempt, capped at MaxBackoff, each drawn from [d/2, d]. A
+// Retry-After answer replaces its wait but the schedule moves on.
+func (s *HTTPStore) schedule() backoff.Backoff {
+	return backoff.Backoff{Min: s.cfg.retry.InitialBackoff, Max: s.cfg.retry.MaxBackoff, Jitter: 0.5}
 }
 
 // retryableStatus: the request may succeed if sent again.
@@ -241,17 +238,6 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // stripURLError drops *url.Error's wrapper, whose message repeats the URL

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +50,7 @@ func TestHTTPRetries5xxWithOneIdempotencyKey(t *testing.T) {
 	waits := &sleepLog{}
 	s.sleep = func(ctx context.Context, d time.Duration) error {
 		_ = waits.sleep(ctx, d)
-		return sleepCtx(ctx, d) // the real timer path
+		return backoff.Sleep(ctx, d) // the real timer path
 	}
 
 	v, err := s.Save(ctx, "src", []byte("batch-1"), "")
@@ -427,10 +428,11 @@ func TestBackoffIsCappedAndJittered(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	ceilings := []time.Duration{100, 200, 400, 800, 1000, 1000, 1000}
-	for attempt := 1; attempt <= 60; attempt++ {
-		ceil := ceilings[min(attempt, len(ceilings))-1] * time.Millisecond
-		for range 20 {
-			d := s.backoff(attempt)
+	for range 20 {
+		b := s.schedule()
+		for attempt := 1; attempt <= 60; attempt++ {
+			ceil := ceilings[min(attempt, len(ceilings))-1] * time.Millisecond
+			d := b.Next()
 			require.GreaterOrEqual(t, d, ceil/2, "attempt %d", attempt)
 			require.LessOrEqual(t, d, ceil, "attempt %d", attempt)
 		}
