@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 // Store keeps a Target's state between runs: what it published, so a
@@ -26,10 +27,10 @@ type Store interface {
 	Save(ctx context.Context, data []byte) error
 }
 
-// FileStore keeps the state in the file at path. Save writes a temporary
-// file next to it, fsyncs it, renames it over path and fsyncs the
-// directory, so a crash leaves the old state or the new one. The
-// directory must exist.
+// FileStore keeps the state in the file at path, mode 0600. Save replaces
+// it durably (fsx.WriteFile: a temporary file next to it, fsynced, renamed
+// over path, the directory fsynced), so a crash leaves the old state or
+// the new one. The directory must exist.
 func FileStore(path string) Store { return fileStore{path: path} }
 
 type fileStore struct{ path string }
@@ -48,43 +49,14 @@ func (s fileStore) Load(ctx context.Context) ([]byte, error) {
 	return b, nil
 }
 
-func (s fileStore) Save(ctx context.Context, data []byte) (err error) {
+func (s fileStore) Save(ctx context.Context, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dir, base := filepath.Split(s.path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+	if err := fsx.WriteFile(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("live: writing target state: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-			err = fmt.Errorf("live: writing target state %s: %w", s.path, err)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), s.path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
 
 // MemoryStore keeps the state in memory: for tests, and for programs
