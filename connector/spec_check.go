@@ -490,7 +490,14 @@ func (f *Field) expectation() string {
 	case TypeEnum:
 		return "one of " + strings.Join(quoted(f.Values), ", ")
 	case TypeList:
-		return "a list of " + plural(f.Elem.expectation()) + bounds(func(n int64) string { return itoa(n) + " items" })
+		elems := plural(f.Elem.expectation())
+		switch {
+		case f.Min != nil && f.Max != nil && *f.Min == *f.Max:
+			return fmt.Sprintf("a list of %d %s", *f.Min, elems)
+		case f.Min != nil && *f.Min == 1 && f.Max == nil:
+			return "a non-empty list of " + elems
+		}
+		return "a list of " + elems + bounds(func(n int64) string { return itoa(n) + " items" })
 	case TypeMap:
 		return "a table of " + plural(f.Elem.expectation())
 	case TypeObject:

@@ -18,40 +18,14 @@ func init() {
 		Kind:    connector.KindSink,
 		Name:    "exec",
 		Summary: "runs a shell command for each message (ferry hook)",
+		Spec:    Spec,
 		NewSink: New,
 	})
 }
 
-// Defaults and limits of the plugin_config.
-const (
-	DefaultShell       = "/bin/sh"
-	DefaultTimeout     = time.Minute
-	DefaultOutputLimit = 4096
-	maxConcurrency     = 1024
-	maxOutputLimit     = 1 << 20
-	// waitDelay bounds how long a finished command's leftover children
-	// may hold its output or input open.
-	waitDelay = time.Second
-)
-
-// Orderings.
-const (
-	OrderingPartition = "partition"
-	OrderingNone      = "none"
-)
-
-// Config is the exec sink's plugin_config; see the package documentation.
-type Config struct {
-	Command     string              `json:"command"`
-	Shell       string              `json:"shell"`
-	WorkingDir  string              `json:"working_dir"`
-	Env         map[string]string   `json:"env"`
-	PassEnv     []string            `json:"pass_env"`
-	Timeout     *connector.Duration `json:"timeout"`
-	Concurrency int                 `json:"concurrency"`
-	Ordering    string              `json:"ordering"`
-	OutputLimit int                 `json:"output_limit"`
-}
+// waitDelay bounds how long a finished command's leftover children may
+// hold its output or input open.
+const waitDelay = time.Second
 
 // Sink is the exec sink.
 type Sink struct {
@@ -80,89 +54,23 @@ func New(cfg connector.Config) (connector.Sink, error) {
 }
 
 func newSink(cfg connector.Config) (*Sink, error) {
-	var c Config
-	if err := cfg.Plugin.Decode(&c); err != nil {
-		return nil, err
-	}
-	p := cfg.Plugin
-	if err := p.Required("command", strings.TrimSpace(c.Command)); err != nil {
-		return nil, err
-	}
-	script, uses, err := Rewrite(c.Command)
+	set, err := Spec.Parse(cfg.Plugin)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where(p, "command"), err)
+		return nil, err
 	}
-	s := &Sink{shell: cmpOr(c.Shell, DefaultShell), script: script, uses: uses,
-		dir: c.WorkingDir, timeout: DefaultTimeout, ordered: true, limit: DefaultOutputLimit,
-		verbose: cfg.Verbose, log: newLogger(cfg.Logger), parts: map[string]*sync.Mutex{}}
-	if c.Timeout != nil {
-		if c.Timeout.D() < 0 {
-			return nil, fmt.Errorf("%s: %s is negative; use 0 for no timeout", where(p, "timeout"), c.Timeout.D())
-		}
-		s.timeout = c.Timeout.D()
+	script, uses, err := Rewrite(set.String("command"))
+	if err != nil {
+		return nil, set.Errorf("command", "%v", err)
 	}
-	switch {
-	case c.Concurrency == 0:
-		c.Concurrency = 1
-	case c.Concurrency < 0 || c.Concurrency > maxConcurrency:
-		return nil, fmt.Errorf("%s: %d, want 1 to %d", where(p, "concurrency"), c.Concurrency, maxConcurrency)
-	}
-	s.sem = make(chan struct{}, c.Concurrency)
-	switch c.Ordering {
-	case "", OrderingPartition:
-	case OrderingNone:
-		s.ordered = false
-	default:
-		return nil, fmt.Errorf("%s: %q, want %q or %q", where(p, "ordering"), c.Ordering, OrderingPartition, OrderingNone)
-	}
-	switch {
-	case c.OutputLimit == 0:
-	case c.OutputLimit < 0 || c.OutputLimit > maxOutputLimit:
-		return nil, fmt.Errorf("%s: %d, want 1 to %d bytes", where(p, "output_limit"), c.OutputLimit, maxOutputLimit)
-	default:
-		s.limit = c.OutputLimit
-	}
-	if strings.IndexByte(s.shell, 0) >= 0 || strings.IndexByte(s.dir, 0) >= 0 {
-		return nil, fmt.Errorf("%s: shell and working_dir must not contain NUL bytes", where(p, ""))
-	}
-	for i, name := range c.PassEnv {
-		if err := checkPassEnv(name); err != nil {
-			return nil, fmt.Errorf("%s: %q: %w", where(p, fmt.Sprintf("pass_env[%d]", i)), name, err)
-		}
-	}
-	s.environ = commandEnv(os.Environ(), c.PassEnv)
-	for k, v := range c.Env {
-		if err := checkEnvName(k); err != nil {
-			return nil, fmt.Errorf("%s: %w", where(p, "env."+k), err)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, fmt.Errorf("%s: the value contains a NUL byte", where(p, "env."+k))
-		}
+	s := &Sink{shell: set.String("shell"), script: script, uses: uses, dir: set.String("working_dir"),
+		timeout: set.Duration("timeout"), ordered: set.String("ordering") == OrderingPartition,
+		limit: set.Int("output_limit"), verbose: cfg.Verbose, log: newLogger(cfg.Logger),
+		sem: make(chan struct{}, set.Int("concurrency")), parts: map[string]*sync.Mutex{}}
+	s.environ = commandEnv(os.Environ(), set.Strings("pass_env"))
+	for k, v := range set.StringMap("env") {
 		s.environ = append(s.environ, k+"="+v)
 	}
 	return s, nil
-}
-
-func cmpOr(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-// where names a plugin_config key for errors, as PluginConfig does.
-func where(p connector.PluginConfig, key string) string {
-	w := p.Table
-	if w == "" {
-		w = "plugin_config"
-	}
-	if key != "" {
-		w += "." + key
-	}
-	if p.Source != "" {
-		w = p.Source + ": " + w
-	}
-	return w
 }
 
 // withheld reports whether a variable of the runtime's environment is one

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/connectortest"
+
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/exec"
 	"github.com/stretchr/testify/require"
@@ -288,19 +290,20 @@ func TestConfigErrors(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{}, "test.toml: plugin_config.command is required"},
-		{map[string]any{"command": "  "}, "plugin_config.command is required"},
+		{map[string]any{}, "test.toml: plugin_config.command: required key is missing; expected a string"},
+		{map[string]any{"command": "  "}, "test.toml: plugin_config.command: expected a command, got an empty string"},
 		{map[string]any{"command": "echo `echo {payload}`"}, "test.toml: plugin_config.command: command: placeholder {payload} is inside backquotes"},
 		{map[string]any{"command": "echo 'x"}, "unterminated single quote"},
-		{map[string]any{"command": "true", "ordering": "random"}, `plugin_config.ordering: "random", want "partition" or "none"`},
-		{map[string]any{"command": "true", "concurrency": int64(-1)}, "plugin_config.concurrency: -1, want 1 to 1024"},
-		{map[string]any{"command": "true", "timeout": "soon"}, "soon"},
-		{map[string]any{"command": "true", "timeout": int64(-5)}, "plugin_config.timeout: -5ms is negative"},
-		{map[string]any{"command": "true", "output_limit": int64(-1)}, "plugin_config.output_limit"},
-		{map[string]any{"command": "true", "env": map[string]any{"FERRY_PAYLOAD": "x"}}, "FERRY_PAYLOAD is set by Ferry"},
+		{map[string]any{"command": "true", "ordering": "random"}, `test.toml: plugin_config.ordering: expected one of "partition", "none", got "random"`},
+		{map[string]any{"command": "true", "concurrency": int64(-1)}, "test.toml: plugin_config.concurrency: expected an integer from 1 to 1024, got -1"},
+		{map[string]any{"command": "true", "timeout": "soon"}, `test.toml: plugin_config.timeout: expected a duration such as "5s", "250ms" or "1h 30m", got "soon"`},
+		{map[string]any{"command": "true", "timeout": int64(-5)}, "test.toml: plugin_config.timeout: expected a duration"},
+		{map[string]any{"command": "true", "output_limit": int64(-1)}, "test.toml: plugin_config.output_limit: expected an integer from 1 to 1048576, got -1"},
+		{map[string]any{"command": "true", "env": map[string]any{"FERRY_PAYLOAD": "x"}}, "test.toml: plugin_config.env.FERRY_PAYLOAD: FERRY_PAYLOAD is set by Ferry"},
 		{map[string]any{"command": "true", "env": map[string]any{"A=B": "x"}}, "without '='"},
-		{map[string]any{"command": "true", "env": map[string]any{"N": int64(1)}}, "plugin_config.env"},
-		{map[string]any{"command": "true", "workdir": "/"}, "plugin_config.workdir is not a setting"},
+		{map[string]any{"command": "true", "env": map[string]any{"N": int64(1)}}, "test.toml: plugin_config.env.N: expected a string, got an integer (1)"},
+		{map[string]any{"command": "true", "workingdir": "/"}, `test.toml: plugin_config.workingdir: unknown key; did you mean "working_dir"?`},
+		{map[string]any{"command": "true", "cwd": "/"}, "test.toml: plugin_config.cwd: unknown key; allowed keys here: command, concurrency, env, ordering, output_limit, pass_env, shell, timeout, working_dir"},
 	} {
 		_, err := exec.New(connector.Config{Plugin: connector.PluginConfig{Values: tc.values, Source: "test.toml"}})
 		require.Error(t, err, "case %d", i)
@@ -347,17 +350,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// eventually polls cond until it holds, failing after a generous bound
-// (liveness, not timing).
+// eventually waits for cond (connectortest.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	connectortest.Eventually(t, what, cond)
 }
 
 // TestSecretsStayWithTheRuntime: the runtime's Ferry and Iggy secrets do

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connectortest"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/ferryhq/ferry/runtime"
@@ -16,33 +16,11 @@ import (
 )
 
 // startRuntime runs the real runtime on the embedded broker with one
-// connector file; the exec sink is in connector.Default (this package's
-// init registered it).
+// connector file in dir; the exec sink is in connector.Default (this
+// package's init registered it).
 func startRuntime(t *testing.T, dir, connectorTOML string) *runtime.Runtime {
 	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "hook.toml"), []byte(connectorTOML), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(`
-[iggy]
-address = "embedded"
-embedded_address = "127.0.0.1:0"
-[state]
-path = "state"
-[connectors]
-config_dir = "connectors"
-[http]
-enabled = false
-`), 0o644))
-	noEnv := config.WithEnv(config.MapEnv(nil))
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), noEnv)
-	require.NoError(t, err)
-	rt, err := runtime.New(cfg, runtime.Options{ConfigOptions: []config.Option{noEnv}})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return rt
+	return connectortest.Start(t, map[string]string{"hook.toml": connectorTOML}, connectortest.WithDir(dir)).Runtime
 }
 
 func TestFailingCommandIsRetriedThenDeadLettered(t *testing.T) {

@@ -168,5 +168,5 @@ func TestOnInvalidStop(t *testing.T) {
 	require.ErrorContains(t, err, "offset 8: line is not valid JSON")
 
 	_, err = newSource(connector.Config{Plugin: connector.PluginConfig{Values: map[string]any{"paths": []any{"a"}, "on_invalid": "ignore"}, Source: "src.toml"}})
-	require.ErrorContains(t, err, `src.toml: plugin_config.on_invalid is "ignore", want skip, stop or raw`)
+	require.ErrorContains(t, err, `src.toml: plugin_config.on_invalid: expected one of "skip", "stop", "raw", got "ignore"`)
 }

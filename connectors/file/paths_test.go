@@ -31,7 +31,7 @@ func TestFileConnectorsStayOutOfProtectedPaths(t *testing.T) {
 	_, err := newSink(cfg(map[string]any{"path": filepath.Join(conf, "evil.toml")}))
 	require.ErrorContains(t, err, "k.toml: plugin_config.path: "+filepath.Join(conf, "evil.toml")+" is inside the runtime's connector configuration directory")
 	_, err = newSource(cfg(map[string]any{"paths": []any{filepath.Join(conf, "*.toml")}}))
-	require.ErrorContains(t, err, "k.toml: plugin_config.paths: ")
+	require.ErrorContains(t, err, "k.toml: plugin_config.paths[0]: ")
 	require.ErrorContains(t, err, "is inside the runtime's connector configuration directory")
 
 	// {stream} lands in config_dir only when the stream is "connectors".

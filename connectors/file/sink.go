@@ -13,18 +13,6 @@ import (
 	"github.com/ferryhq/ferry/connector"
 )
 
-// SinkConfig is the file sink's plugin_config (see the package doc).
-type SinkConfig struct {
-	Path           string              `json:"path"`
-	Format         string              `json:"format"`
-	RotateSize     *Size               `json:"rotate_size"`
-	RotateInterval *connector.Duration `json:"rotate_interval"`
-	MaxOpenFiles   *int                `json:"max_open_files"`
-}
-
-// DefaultMaxOpenFiles bounds the files a sink keeps open.
-const DefaultMaxOpenFiles = 64
-
 // Sink is the file sink.
 type Sink struct {
 	tmpl        template
@@ -53,49 +41,24 @@ func NewSink(cfg connector.Config) (connector.Sink, error) {
 }
 
 func newSink(cfg connector.Config) (*Sink, error) {
-	var c SinkConfig
-	if err := cfg.Plugin.Decode(&c); err != nil {
-		return nil, err
-	}
-	p := cfg.Plugin
-	if err := p.Required("path", c.Path); err != nil {
-		return nil, err
-	}
-	tmpl, err := parseTemplate(c.Path, cfg.Key)
+	set, err := SinkSpec.Parse(cfg.Plugin)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
+		return nil, err
+	}
+	tmpl, err := parseTemplate(set.String("path"), cfg.Key)
+	if err != nil {
+		return nil, set.Errorf("path", "%v", err)
 	}
 	if err := cfg.Paths.Check(tmpl.fixedDir()); err != nil {
-		return nil, fmt.Errorf("%s: %w", where(p, "path"), err)
+		return nil, set.Errorf("path", "%v", err)
 	}
-	s := &Sink{tmpl: tmpl, format: FormatNDJSON, maxOpen: DefaultMaxOpenFiles, now: time.Now,
-		files: map[string]*outFile{}, cutTo: map[string]int64{}, log: cfg.Logger, paths: cfg.Paths}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	if c.Format != "" {
-		s.format = c.Format
-	}
-	if s.format != FormatNDJSON && s.format != FormatLines && s.format != FormatRaw {
-		return nil, fmt.Errorf("%s is %q, want ndjson, lines or raw", where(p, "format"), c.Format)
-	}
-	if c.RotateSize != nil {
-		if *c.RotateSize < 0 {
-			return nil, fmt.Errorf("%s must not be negative", where(p, "rotate_size"))
-		}
-		s.rotateSize = int64(*c.RotateSize)
-	}
-	if c.RotateInterval != nil {
-		if s.rotateEvery = c.RotateInterval.D(); s.rotateEvery < 0 {
-			return nil, fmt.Errorf("%s must not be negative", where(p, "rotate_interval"))
-		}
-	}
-	if c.MaxOpenFiles != nil {
-		if s.maxOpen = *c.MaxOpenFiles; s.maxOpen < 1 {
-			return nil, fmt.Errorf("%s must be at least 1", where(p, "max_open_files"))
-		}
-	}
-	return s, nil
+	return &Sink{tmpl: tmpl, format: set.String("format"), rotateSize: set.Size("rotate_size"),
+		rotateEvery: set.Duration("rotate_interval"), maxOpen: set.Int("max_open_files"), now: time.Now,
+		files: map[string]*outFile{}, cutTo: map[string]int64{}, log: log, paths: cfg.Paths}, nil
 }
 
 // Open does nothing: files are opened (and repaired) when first written.

@@ -108,9 +108,9 @@ func TestSinkPathTemplate(t *testing.T) {
 		require.Error(t, err, "case %d", i)
 	}
 	_, err := newSink(connector.Config{Plugin: connector.PluginConfig{Values: map[string]any{"path": "x", "format": "whole_file"}}})
-	require.ErrorContains(t, err, `format is "whole_file"`)
+	require.ErrorContains(t, err, `plugin_config.format: expected one of "ndjson", "lines", "raw", got "whole_file"`)
 	_, err = newSink(connector.Config{Plugin: connector.PluginConfig{Values: map[string]any{}}})
-	require.ErrorContains(t, err, "plugin_config.path is required")
+	require.ErrorContains(t, err, "plugin_config.path: required key is missing; expected a string")
 }
 
 // listDir returns the names in dir, sorted, without hidden files.

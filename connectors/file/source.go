@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -19,39 +17,17 @@ func init() {
 		Kind:      connector.KindSource,
 		Name:      "file",
 		Summary:   "reads files matching globs: NDJSON, lines or whole files; follows growing files",
+		Spec:      SourceSpec,
 		NewSource: NewSource,
 	})
 	connector.MustRegister(connector.Info{
 		Kind:    connector.KindSink,
 		Name:    "file",
 		Summary: "appends messages to files (NDJSON, lines or raw) with a path template and rotation; fsynced before commit",
+		Spec:    SinkSpec,
 		NewSink: NewSink,
 	})
 }
-
-// SourceConfig is the file source's plugin_config (see the package doc).
-type SourceConfig struct {
-	Paths           []string            `json:"paths"`
-	Format          string              `json:"format"`
-	Schema          string              `json:"schema"`
-	Follow          bool                `json:"follow"`
-	PollInterval    *connector.Duration `json:"poll_interval"`
-	StartAt         string              `json:"start_at"`
-	BatchSize       *int                `json:"batch_size"`
-	MaxBatchBytes   *Size               `json:"max_batch_bytes"`
-	MaxMessageBytes *Size               `json:"max_message_bytes"`
-	PathHeader      string              `json:"path_header"`
-	OnInvalid       string              `json:"on_invalid"`
-}
-
-// What the source does with a line that is not valid JSON (ndjson), a
-// line longer than max_message_bytes or a whole file larger than it
-// (on_invalid).
-const (
-	OnInvalidSkip = "skip" // skip it, with a warning naming the file and offset (default)
-	OnInvalidStop = "stop" // stop before it: Poll fails until it is fixed
-	OnInvalidRaw  = "raw"  // send an invalid JSON line as it is, marked; skip what is too long
-)
 
 // InvalidHeader marks a message that on_invalid = "raw" sent although it
 // is not valid JSON; its value is "json".
@@ -64,16 +40,9 @@ const InvalidHeader = "ferry.invalid"
 // and keeps it on the dead letter of a message that cannot be sent.
 const PositionHeader = "ferry.source.position"
 
-// Source defaults.
-const (
-	DefaultPollInterval    = 250 * time.Millisecond
-	DefaultBatchSize       = 1000
-	DefaultMaxBatchBytes   = 8 << 20
-	DefaultMaxMessageBytes = 10 << 20
-	// fingerprintLen is how many first bytes of a file identify it with
-	// its inode.
-	fingerprintLen = 1024
-)
+// fingerprintLen is how many first bytes of a file identify it with its
+// inode.
+const fingerprintLen = 1024
 
 type sourceSettings struct {
 	paths         []string
@@ -119,80 +88,23 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 }
 
 func newSource(cfg connector.Config) (*Source, error) {
-	var c SourceConfig
-	if err := cfg.Plugin.Decode(&c); err != nil {
+	set, err := SourceSpec.Parse(cfg.Plugin)
+	if err != nil {
 		return nil, err
 	}
-	p := cfg.Plugin
-	s := sourceSettings{format: FormatNDJSON, pollInterval: DefaultPollInterval, batchSize: DefaultBatchSize,
-		maxBatchBytes: DefaultMaxBatchBytes, maxMessage: DefaultMaxMessageBytes, follow: c.Follow, pathHeader: c.PathHeader,
-		onInvalid: OnInvalidSkip}
-	if len(c.Paths) == 0 {
-		return nil, fmt.Errorf("%s is required: a list of paths or globs such as [\"logs/*.ndjson\"]", where(p, "paths"))
-	}
-	for _, g := range c.Paths {
-		if _, err := filepath.Match(g, ""); err != nil || g == "" {
-			return nil, fmt.Errorf("%s: %q is not a valid path or glob", where(p, "paths"), g)
-		}
+	s := sourceSettings{paths: set.Strings("paths"), format: set.String("format"), follow: set.Bool("follow"),
+		pollInterval: set.Duration("poll_interval"), startAtEnd: set.String("start_at") == "end",
+		batchSize: set.Int("batch_size"), maxBatchBytes: int(set.Size("max_batch_bytes")),
+		maxMessage: int(set.Size("max_message_bytes")), pathHeader: set.String("path_header"),
+		onInvalid: set.String("on_invalid"), schema: connector.Schema(set.String("schema"))}
+	for i, g := range s.paths {
 		if err := cfg.Paths.CheckPattern(g); err != nil {
-			return nil, fmt.Errorf("%s: %w", where(p, "paths"), err)
+			return nil, cfg.Plugin.Errorf(fmt.Sprintf("paths[%d]", i), "%v", err)
 		}
 	}
-	s.paths = c.Paths
-	if c.Format != "" {
-		s.format = c.Format
-	}
-	switch s.format {
-	case FormatNDJSON:
-		s.schema = connector.SchemaJSON
-	case FormatLines:
-		s.schema = connector.SchemaText
-	case FormatWholeFile:
-		s.schema = connector.SchemaRaw
-	default:
-		return nil, fmt.Errorf("%s is %q, want ndjson, lines or whole_file", where(p, "format"), c.Format)
-	}
-	if c.Schema != "" {
-		s.schema = connector.Schema(c.Schema)
-		if !slices.Contains([]connector.Schema{connector.SchemaJSON, connector.SchemaText, connector.SchemaRaw}, s.schema) {
-			return nil, fmt.Errorf("%s is %q, want json, text or raw", where(p, "schema"), c.Schema)
-		}
-	}
-	if c.PollInterval != nil {
-		if s.pollInterval = c.PollInterval.D(); s.pollInterval <= 0 {
-			return nil, fmt.Errorf("%s must be positive", where(p, "poll_interval"))
-		}
-	}
-	switch c.StartAt {
-	case "", "beginning":
-	case "end":
-		s.startAtEnd = true
-	default:
-		return nil, fmt.Errorf("%s is %q, want beginning or end", where(p, "start_at"), c.StartAt)
-	}
-	if c.BatchSize != nil {
-		if s.batchSize = *c.BatchSize; s.batchSize < 1 {
-			return nil, fmt.Errorf("%s must be at least 1", where(p, "batch_size"))
-		}
-	}
-	if c.MaxBatchBytes != nil {
-		if *c.MaxBatchBytes < 1 || *c.MaxBatchBytes > 1<<30 {
-			return nil, fmt.Errorf("%s must be between 1 byte and 1GiB", where(p, "max_batch_bytes"))
-		}
-		s.maxBatchBytes = int(*c.MaxBatchBytes)
-	}
-	if c.MaxMessageBytes != nil {
-		if *c.MaxMessageBytes < 1 || *c.MaxMessageBytes > 64_000_000 {
-			return nil, fmt.Errorf("%s must be between 1 byte and 64MB (Iggy's payload limit)", where(p, "max_message_bytes"))
-		}
-		s.maxMessage = int(*c.MaxMessageBytes)
-	}
-	switch c.OnInvalid {
-	case "":
-	case OnInvalidSkip, OnInvalidStop, OnInvalidRaw:
-		s.onInvalid = c.OnInvalid
-	default:
-		return nil, fmt.Errorf("%s is %q, want skip, stop or raw", where(p, "on_invalid"), c.OnInvalid)
+	if s.schema == "" {
+		s.schema = map[string]connector.Schema{FormatNDJSON: connector.SchemaJSON, FormatLines: connector.SchemaText,
+			FormatWholeFile: connector.SchemaRaw}[s.format]
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -272,15 +272,17 @@ func TestSourceConfigErrors(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{}, "src.toml: plugin_config.paths is required"},
-		{map[string]any{"paths": []any{"[x"}}, `"[x" is not a valid path or glob`},
-		{map[string]any{"paths": []any{"a"}, "format": "csv"}, `format is "csv"`},
-		{map[string]any{"paths": []any{"a"}, "schema": "avro"}, `schema is "avro"`},
-		{map[string]any{"paths": []any{"a"}, "start_at": "middle"}, `start_at is "middle"`},
-		{map[string]any{"paths": []any{"a"}, "batch_size": int64(0)}, "batch_size must be at least 1"},
-		{map[string]any{"paths": []any{"a"}, "max_message_bytes": "100GB"}, "max_message_bytes must be between"},
-		{map[string]any{"paths": []any{"a"}, "max_batch_bytes": "lots"}, "lots"},
-		{map[string]any{"paths": "a"}, "plugin_config.paths is string"},
+		{map[string]any{}, "src.toml: plugin_config.paths: required key is missing; expected a non-empty list of strings"},
+		{map[string]any{"paths": []any{}}, "src.toml: plugin_config.paths: expected a non-empty list of strings, got 0 items"},
+		{map[string]any{"paths": []any{"[x"}}, `src.toml: plugin_config.paths[0]: expected a path or a glob such as "logs/*.ndjson"`},
+		{map[string]any{"paths": []any{"a"}, "format": "csv"}, `src.toml: plugin_config.format: expected one of "ndjson", "lines", "whole_file", got "csv"`},
+		{map[string]any{"paths": []any{"a"}, "schema": "avro"}, `src.toml: plugin_config.schema: expected one of "json", "text", "raw", got "avro"`},
+		{map[string]any{"paths": []any{"a"}, "start_at": "middle"}, `src.toml: plugin_config.start_at: expected one of "beginning", "end", got "middle"`},
+		{map[string]any{"paths": []any{"a"}, "batch_size": int64(0)}, "src.toml: plugin_config.batch_size: expected an integer of at least 1, got 0"},
+		{map[string]any{"paths": []any{"a"}, "max_message_bytes": "100GB"}, `src.toml: plugin_config.max_message_bytes: expected a byte size such as 1048576 or "64MiB" from 1B to 64MB, got 100GB`},
+		{map[string]any{"paths": []any{"a"}, "max_batch_bytes": "lots"}, `src.toml: plugin_config.max_batch_bytes: expected a byte size such as 1048576 or "64MiB" from 1B to 1GiB, got "lots"`},
+		{map[string]any{"paths": []any{"a"}, "poll_interval": "0"}, `src.toml: plugin_config.poll_interval: expected a duration above zero, such as "250ms"`},
+		{map[string]any{"paths": "a"}, `src.toml: plugin_config.paths: expected a non-empty list of strings, got the string "a"; write ["a"]`},
 	} {
 		_, err := newSource(connector.Config{Plugin: connector.PluginConfig{Values: tc.values, Source: "src.toml"}})
 		require.ErrorContains(t, err, tc.want, "case %d", i)

@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -32,17 +33,26 @@ func init() {
 		Name:      "random",
 		Aliases:   []string{"libiggy_connector_random_source"},
 		Summary:   "JSON records with random text, for demos and tests",
+		Spec:      Spec,
 		NewSource: New,
 	})
 }
 
-// Config is the random source's plugin_config.
-type Config struct {
-	Interval      *connector.Duration `json:"interval"`
-	MaxCount      *uint64             `json:"max_count"`
-	MessagesRange []uint32            `json:"messages_range"`
-	PayloadSize   *uint32             `json:"payload_size"`
-}
+// Spec is the random source's plugin_config.
+var Spec = connector.NewSpec(
+	connector.NewDurationField("interval").WithDefault(time.Second).
+		WithDoc("pause before each batch"),
+	connector.NewIntField("max_count").AtLeast(0).WithExample(1000).
+		WithDoc("stop after this many messages in all, across restarts; unset or 0 = never"),
+	connector.NewListField("messages_range", connector.NewIntField("").Between(1, math.MaxUint32)).Between(2, 2).
+		WithDefault([]int{10, 50}).WithDoc("messages per batch: a random count in [min, max)"),
+	connector.NewIntField("payload_size").Between(0, 1<<20).WithDefault(100).
+		WithDoc("length of each record's text"),
+).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	if r := s.Ints("messages_range"); r[0] > r[1] {
+		fail("messages_range", "expected [min, max] with min <= max, got [%d, %d]", r[0], r[1])
+	}
+})
 
 // Source is the random source.
 type Source struct {
@@ -56,28 +66,14 @@ type Source struct {
 
 // New builds a random source from its configuration.
 func New(cfg connector.Config) (connector.Source, error) {
-	var c Config
-	if err := cfg.Plugin.Decode(&c); err != nil {
+	set, err := Spec.Parse(cfg.Plugin)
+	if err != nil {
 		return nil, err
 	}
-	s := &Source{interval: time.Second, min: 10, max: 50, payloadSize: 100,
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
-	if c.Interval != nil {
-		s.interval = c.Interval.D()
-	}
-	if c.MaxCount != nil {
-		s.maxCount = *c.MaxCount
-	}
-	if c.PayloadSize != nil {
-		s.payloadSize = *c.PayloadSize
-	}
-	if c.MessagesRange != nil {
-		if len(c.MessagesRange) != 2 || c.MessagesRange[0] == 0 || c.MessagesRange[0] > c.MessagesRange[1] {
-			return nil, fmt.Errorf("%s: plugin_config.messages_range is %v, want [min, max] with 0 < min <= max", cfg.Plugin.Source, c.MessagesRange)
-		}
-		s.min, s.max = c.MessagesRange[0], c.MessagesRange[1]
-	}
-	return s, nil
+	r := set.Ints("messages_range")
+	return &Source{interval: set.Duration("interval"), maxCount: uint64(set.Int("max_count")),
+		min: uint32(r[0]), max: uint32(r[1]), payloadSize: uint32(set.Int("payload_size")),
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
 }
 
 // Open restores the count of messages produced.

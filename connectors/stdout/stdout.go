@@ -25,14 +25,16 @@ func init() {
 		Name:    "stdout",
 		Aliases: []string{"libiggy_connector_stdout_sink"},
 		Summary: "prints each message to standard output",
+		Spec:    Spec,
 		NewSink: New,
 	})
 }
 
-// Config is the stdout sink's plugin_config.
-type Config struct {
-	PrintPayload bool `json:"print_payload"`
-}
+// Spec is the stdout sink's plugin_config.
+var Spec = connector.NewSpec(
+	connector.NewBoolField("print_payload").WithDefault(false).
+		WithDoc("print each payload after its position (binary payloads as hex)"),
+)
 
 // Sink is the stdout sink.
 type Sink struct {
@@ -43,11 +45,11 @@ type Sink struct {
 
 // New builds a stdout sink.
 func New(cfg connector.Config) (connector.Sink, error) {
-	var c Config
-	if err := cfg.Plugin.Decode(&c); err != nil {
+	set, err := Spec.Parse(cfg.Plugin)
+	if err != nil {
 		return nil, err
 	}
-	return &Sink{printPayload: c.PrintPayload, out: os.Stdout}, nil
+	return &Sink{printPayload: set.Bool("print_payload"), out: os.Stdout}, nil
 }
 
 // NewWriter builds a stdout sink that writes to w instead (for tests and

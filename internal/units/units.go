@@ -134,13 +134,13 @@ func ParseSize(s string) (uint64, error) {
 	return uint64(v), nil
 }
 
-// FormatSize renders n in the largest binary unit that divides it:
-// "64MiB", "4KiB", "1000B".
+// FormatSize renders n in the largest unit, binary or decimal, that
+// divides it: "64MiB", "64MB", "4KiB", "1500B".
 func FormatSize(n uint64) string {
 	for _, u := range []struct {
 		n    uint64
 		name string
-	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+	}{{1 << 40, "TiB"}, {1e12, "TB"}, {1 << 30, "GiB"}, {1e9, "GB"}, {1 << 20, "MiB"}, {1e6, "MB"}, {1 << 10, "KiB"}, {1e3, "KB"}} {
 		if n >= u.n && n%u.n == 0 {
 			return strconv.FormatUint(n/u.n, 10) + u.name
 		}

@@ -39,4 +39,6 @@ func TestFormatRoundTrips(t *testing.T) {
 		require.Equal(t, n, got, "case %d", i)
 	}
 	require.Equal(t, "64MiB", FormatSize(64<<20))
+	require.Equal(t, "64MB", FormatSize(64_000_000))
+	require.Equal(t, "1500B", FormatSize(1500))
 }
