@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/connectortest"
+
 	_ "github.com/ferryhq/ferry/connectors/exec"
 	_ "github.com/ferryhq/ferry/connectors/file"
 
@@ -337,17 +339,10 @@ func keys(m map[string]any) []string {
 	return out
 }
 
-// eventually polls cond until it holds; it fails the test after a
-// generous deadline (a liveness bound, not a timing assertion).
+// eventually waits for cond (connectortest.Eventually).
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	connectortest.Eventually(t, what, cond)
 }
 
 // statusOf returns a connector's status as the API shows it.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/connectortest"
+
 	"github.com/ferryhq/ferry/api"
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/iggy"
@@ -89,15 +91,10 @@ func (l *liveRuntime) send(t *testing.T, stream, topic string, payloads ...strin
 	require.NoError(t, err)
 }
 
+// waitFor waits for cond (connectortest.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	connectortest.Eventually(t, what, cond)
 }
 
 func fileHas(path, text string) func() bool {

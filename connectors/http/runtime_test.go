@@ -5,49 +5,26 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connectortest"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/ferryhq/ferry/runtime"
 	"github.com/stretchr/testify/require"
 )
 
-// startRuntime runs the real runtime (embedded broker) on a config
-// directory holding one connector file.
+// startRuntime runs the real runtime (embedded broker) with one
+// connector file.
 func startRuntime(t *testing.T, connectorTOML string) *runtime.Runtime {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(
-		"[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "sink.toml"), []byte(connectorTOML), 0o644))
-	env := config.WithEnv(config.MapEnv(nil))
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), env)
-	require.NoError(t, err)
-	rt, err := runtime.New(cfg, runtime.Options{ConfigOptions: []config.Option{env}})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return rt
+	return connectortest.Start(t, map[string]string{"sink.toml": connectorTOML}).Runtime
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	connectortest.Eventually(t, what, cond)
 }
 
 // TestClientErrorGoesToTheDeadLetterTopic runs the http sink in the real

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/connectortest"
+
 	"github.com/ferryhq/ferry/connector"
 	"github.com/jackc/pglogrepl"
 	"github.com/stretchr/testify/require"
@@ -309,17 +311,10 @@ func TestCDCSlotProblems(t *testing.T) {
 	require.NoError(t, src.Close(context.Background()))
 }
 
-// eventually polls cond until it holds; a generous liveness bound, not a
-// timing assertion.
+// eventually waits for cond (connectortest.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	connectortest.Eventually(t, what, cond)
 }
 
 // WAL with nothing published (another table's writes) reaches Poll as a

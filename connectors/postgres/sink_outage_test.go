@@ -7,14 +7,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/connectortest"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/pgtest"
 	"github.com/ferryhq/ferry/runtime"
@@ -174,24 +173,10 @@ payload_format = "json"
 }
 
 // startSinkRuntime runs the real runtime (embedded broker, built-in
-// connectors) on a config directory holding one connector file.
+// connectors) with one connector file.
 func startSinkRuntime(t *testing.T, connectorTOML string) *runtime.Runtime {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(
-		"[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "sink.toml"), []byte(connectorTOML), 0o644))
-	env := config.WithEnv(config.MapEnv(nil))
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), env)
-	require.NoError(t, err)
-	rt, err := runtime.New(cfg, runtime.Options{ConfigOptions: []config.Option{env}})
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	require.NoError(t, rt.Start(ctx))
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return rt
+	return connectortest.Start(t, map[string]string{"sink.toml": connectorTOML}).Runtime
 }
 
 // awaitFor polls cond until it holds, failing the test after limit (a
