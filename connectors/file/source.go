@@ -2,11 +2,14 @@ package file
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy/wire"
@@ -175,12 +178,12 @@ type batch struct {
 func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >= b.maxBytes }
 
 // add appends a message with a copy of payload, found at offset in the
-// file at path, with the PositionHeader and, when pathHeader is set, a
-// header naming the file; extra headers follow.
-func (b *batch) add(payload []byte, pathHeader, path string, offset int64, extra ...wire.Entry) {
+// file id at path, with the PositionHeader and, when pathHeader is set, a
+// header naming the file; extra headers follow. Its id is recordID's.
+func (b *batch) add(payload []byte, pathHeader, path string, id ident, offset int64, extra ...wire.Entry) {
 	start := len(b.arena)
 	b.arena = append(b.arena, payload...)
-	m := connector.Message{Payload: b.arena[start:len(b.arena):len(b.arena)]}
+	m := connector.Message{ID: recordID(id, offset, payload), Payload: b.arena[start:len(b.arena):len(b.arena)]}
 	if b.posKey.Data == nil {
 		b.posKey = wire.StringValue(PositionHeader)
 	}
@@ -192,6 +195,24 @@ func (b *batch) add(payload []byte, pathHeader, path string, offset int64, extra
 	b.headers = append(b.headers, extra...)
 	m.Headers = b.headers[h:len(b.headers):len(b.headers)]
 	b.Messages = append(b.Messages, m)
+}
+
+// recordID is a message's id: the XXH3-128 of the file's identity (device
+// and inode), the record's offset and its bytes. A record read again
+// after a crash (the state saved before it) gets the same id, so Iggy-side
+// or sink-side deduplication by id removes the repeat end to end; a file
+// that reuses an inode has other bytes at the same offsets, except for a
+// record identical to the old one at the same place, which deduplication
+// then takes for a repeat.
+func recordID(id ident, offset int64, payload []byte) [16]byte {
+	var pre [24]byte
+	binary.LittleEndian.PutUint64(pre[0:], id.Dev)
+	binary.LittleEndian.PutUint64(pre[8:], id.Ino)
+	binary.LittleEndian.PutUint64(pre[16:], uint64(offset))
+	h := xxh3.New()
+	_, _ = h.Write(pre[:])
+	_, _ = h.Write(payload)
+	return h.Sum128().Bytes()
 }
 
 // position is the PositionHeader value of offset in path.

@@ -327,13 +327,13 @@ func (s *Source) emit(t *tracked, l line, b *batch) bool {
 		if !json.Valid(data) {
 			return s.invalid(t, l.start, l.end, b, "line is not valid JSON", data)
 		}
-		b.add(data, s.cfg.pathHeader, t.st.Path, l.start)
+		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, l.start)
 	default:
 		if len(l.data) == 0 {
 			b.changed = true // Iggy refuses empty payloads
 			break
 		}
-		b.add(l.data, s.cfg.pathHeader, t.st.Path, l.start)
+		b.add(l.data, s.cfg.pathHeader, t.st.Path, t.id, l.start)
 	}
 	t.st.Offset = l.end
 	return true
@@ -354,7 +354,7 @@ func (s *Source) invalid(t *tracked, start, end int64, b *batch, reason string, 
 		return false
 	case s.cfg.onInvalid == OnInvalidRaw && data != nil:
 		s.log.Warn(reason+"; sent as it is, with header "+InvalidHeader, "path", t.st.Path, "offset", start)
-		b.add(data, s.cfg.pathHeader, t.st.Path, start, wire.Header(InvalidHeader, wire.StringValue("json")))
+		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, start, wire.Header(InvalidHeader, wire.StringValue("json")))
 	default:
 		s.skipped++
 		s.log.Warn(reason+"; skipped", "path", t.st.Path, "offset", start, "bytes", end-start,
@@ -400,7 +400,7 @@ func (s *Source) readWhole(t *tracked, b *batch) {
 	case len(data) == 0:
 		b.changed = true // Iggy refuses empty payloads
 	default:
-		b.add(data, s.cfg.pathHeader, t.st.Path, 0)
+		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, 0)
 	}
 }
 
