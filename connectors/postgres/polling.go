@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/zeebo/xxh3"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/postgres/pgjson"
@@ -198,6 +201,7 @@ func (p *poller) pollTable(ctx context.Context, table string, next map[string]cu
 		if err != nil {
 			return nil, err
 		}
+		msg.ID = rowID(table, raw, trk, pk)
 		res.msgs = append(res.msgs, msg)
 		if trk >= 0 && raw[trk] != nil {
 			c := cursor{Tracking: string(raw[trk])}
@@ -239,6 +243,41 @@ func (p *poller) checkColumns(table string, trk, pk, payload int) error {
 
 // composite reports whether rows are ordered by (tracking, key).
 func (p *poller) composite() bool { return p.set.pk != p.set.tracking && p.set.customQuery == "" }
+
+// rowID is a row's message id: the XXH3-128 of the table, the tracking
+// value and the primary key (every column when there is no key), so a row
+// read again after a crash (the state saved before it) gets the same id
+// and deduplication by id removes the repeat end to end; a row whose
+// tracking value changed is a new message. Without a tracking column
+// (a custom_query without $offset) rows have no position, and the id is
+// left to the runtime.
+func rowID(table string, raw [][]byte, trk, pk int) [16]byte {
+	if trk < 0 || raw[trk] == nil {
+		return [16]byte{}
+	}
+	h := xxh3.New()
+	field := func(b []byte) {
+		var n [8]byte
+		size := uint64(len(b))
+		if b == nil {
+			size = ^uint64(0) // NULL is not ''
+		}
+		binary.LittleEndian.PutUint64(n[:], size)
+		_, _ = h.Write(n[:])
+		_, _ = h.Write(b)
+	}
+	field([]byte("postgres-polling"))
+	field([]byte(table))
+	field(raw[trk])
+	if pk >= 0 {
+		field(raw[pk])
+	} else {
+		for _, v := range raw {
+			field(v)
+		}
+	}
+	return h.Sum128().Bytes()
+}
 
 // message encodes one row.
 func (p *poller) message(table string, cols []column, payloadOID uint32, payload int, raw [][]byte, now time.Time) (connector.Message, error) {
