@@ -12,6 +12,7 @@ import (
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/ferryhq/ferry/transform"
 )
 
@@ -120,12 +121,10 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 	}
 
 	// In-flight batches are finished after a stop, for a bounded time.
-	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	workCtx, cancelWork := drainContext(ctx, drainTimeout)
 	defer cancelWork()
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(drainTimeout, cancelWork) })
-	defer stop()
 
-	backoff := retryMin
+	retry := newRetry()
 	for {
 		b, err := gc.Poll(ctx)
 		if ctx.Err() != nil {
@@ -136,16 +135,14 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 				return fmt.Errorf("poll %s/%s: %w", cs.Stream, topic, err)
 			}
 			m.metrics.errors.Inc()
-			m.log.Warn("poll failed; retrying", "stream", cs.Stream, "topic", topic, "error", err, "in", backoff)
-			select {
-			case <-ctx.Done():
+			d := retry.Next()
+			m.log.Warn("poll failed; retrying", "stream", cs.Stream, "topic", topic, "error", err, "in", d)
+			if backoff.Sleep(ctx, d) != nil {
 				return nil
-			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, retryMax)
 			continue
 		}
-		backoff = retryMin
+		retry.Reset()
 		m.metrics.consumed.Add(float64(len(b.Messages)))
 		if err := mem.handle(workCtx, b); err != nil {
 			if workCtx.Err() != nil {
@@ -315,7 +312,7 @@ func (mem *member) consume(ctx context.Context, b *connector.SinkBatch) error {
 // commit stores the batch's last offset, retrying until it is stored or
 // ctx ends; an uncommitted batch is delivered again (at-least-once).
 func (mem *member) commit(ctx context.Context, b *iggy.Batch) error {
-	backoff := retryMin
+	retry := newRetry()
 	for {
 		err := b.Commit(ctx)
 		if err == nil {
@@ -326,19 +323,16 @@ func (mem *member) commit(ctx context.Context, b *iggy.Batch) error {
 		}
 		mem.r.m.metrics.errors.Inc()
 		mem.r.m.log.Warn("offset commit failed; retrying", "partition", b.Partition, "offset", b.LastOffset(), "error", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := retry.Wait(ctx); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, retryMax)
 	}
 }
 
 // deadLetter sends failures to the dead-letter topic, retrying until they
 // are stored: the offset is committed only after that.
 func (mem *member) deadLetter(ctx context.Context, failed []failure) error {
-	backoff := retryMin
+	retry := newRetry()
 	for {
 		err := mem.dlq.send(ctx, failed)
 		if err == nil {
@@ -359,12 +353,10 @@ func (mem *member) deadLetter(ctx context.Context, failed []failure) error {
 			return ctx.Err()
 		}
 		mem.r.m.metrics.errors.Inc()
-		mem.r.m.log.Error("dead-letter send failed; retrying", "error", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		d := retry.Next()
+		mem.r.m.log.Error("dead-letter send failed; retrying", "error", err, "in", d)
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, retryMax)
 	}
 }

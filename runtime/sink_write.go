@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // write calls Consume with retries and capped exponential backoff up to
@@ -62,11 +62,10 @@ type batchWrite struct {
 // last error (nil when nothing is pending).
 func (w *batchWrite) retry(ctx context.Context) error {
 	cs, m := w.mem.cs, w.mem.r.m
-	backoff := cs.RetryBackoff
-	if backoff <= 0 {
-		backoff = retryMin
+	retry := backoff.Backoff{Min: cs.RetryBackoff, Max: cs.MaxRetryBackoff}
+	if retry.Min <= 0 {
+		retry.Min = retryMin
 	}
-	maxBackoff := max(cs.MaxRetryBackoff, backoff)
 	for attempt := uint32(0); ; attempt++ {
 		err := w.mem.consume(ctx, w.sub(w.pending))
 		w.classify(err)
@@ -79,14 +78,12 @@ func (w *batchWrite) retry(ctx context.Context) error {
 		if w.unavailable != nil {
 			m.note(fmt.Errorf("destination unavailable; retrying: %w", w.unavailable))
 		}
+		d := retry.Next()
 		m.log.Warn("consume failed; retrying", "stream", w.batch.Stream, "topic", w.batch.Topic,
-			"partition", w.batch.Partition, "messages", len(w.pending), "attempt", attempt+1, "error", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+			"partition", w.batch.Partition, "messages", len(w.pending), "attempt", attempt+1, "error", err, "in", d)
+		if err := backoff.Sleep(ctx, d); err != nil {
+			return err
 		}
-		backoff = min(2*backoff, maxBackoff)
 	}
 }
 

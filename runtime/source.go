@@ -14,18 +14,24 @@ import (
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/ferryhq/ferry/state"
 	"github.com/ferryhq/ferry/transform"
 )
 
-// Retry backoff for a batch that failed to send or save.
+// Retry backoff for a source's batch that failed to send or save, and
+// for a sink's poll, commit and dead-letter send.
 const (
 	retryMin = 100 * time.Millisecond
 	retryMax = 10 * time.Second
-	// drainTimeout bounds how long a stopping source keeps trying to
-	// deliver the batches it already polled.
+	// drainTimeout bounds how long a stopping connector keeps trying to
+	// deliver the batches it already polled (drainContext), and how long
+	// Close and a cancelled Poll may take.
 	drainTimeout = 10 * time.Second
 )
+
+// newRetry is the retry schedule: retryMin doubling to retryMax.
+func newRetry() backoff.Backoff { return backoff.Backoff{Min: retryMin, Max: retryMax} }
 
 // sourceRun is one run of a source pipeline.
 type sourceRun struct {
@@ -174,15 +180,8 @@ func (r *sourceRun) run(ctx context.Context) (err error) {
 	}()
 
 	// On stop, batches already polled are still delivered, for a bounded time.
-	deliverCtx, cancelDeliver := context.WithCancel(context.WithoutCancel(ctx))
+	deliverCtx, cancelDeliver := drainContext(ctx, drainTimeout)
 	defer cancelDeliver()
-	go func() {
-		select {
-		case <-ctx.Done():
-			time.AfterFunc(drainTimeout, cancelDeliver)
-		case <-deliverCtx.Done():
-		}
-	}()
 
 	var carry *connector.Batch
 	for {
@@ -354,7 +353,7 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	}
 	sent := make([]bool, len(r.outputs)+len(e.letters))
 	saved := st == nil
-	backoff := retryMin
+	retry := newRetry()
 	var sendTime, saveTime time.Duration
 	for {
 		t0 := time.Now()
@@ -378,16 +377,14 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 			return fmt.Errorf("a batch cannot be delivered: %w", err)
 		}
 		r.m.note(err)
-		r.m.log.Warn("batch not delivered; retrying", "error", err, "in", backoff)
+		d := retry.Next()
+		r.m.log.Warn("batch not delivered; retrying", "error", err, "in", d)
 		for _, b := range batches {
 			r.nack(ctx, b, err)
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Sleep(ctx, d) != nil {
 			return fmt.Errorf("stopped before a batch was delivered (it will be polled again): %w", err)
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, retryMax)
 	}
 	r.logDeadLetters(d, e)
 	for _, b := range batches {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // Status is a connector's state, as upstream's API reports it.
@@ -182,7 +183,7 @@ func (m *managed) halt(ctx context.Context) error {
 // supervise runs the connector until ctx ends, restarting it with capped
 // exponential backoff after failures.
 func (m *managed) supervise(ctx context.Context) {
-	backoff := restartMin
+	retry := backoff.Backoff{Min: restartMin, Max: restartMax}
 	for {
 		started := time.Now()
 		err := m.runOnce(ctx)
@@ -207,15 +208,13 @@ func (m *managed) supervise(ctx context.Context) {
 			return
 		}
 		if time.Since(started) > restartStable {
-			backoff = restartMin
+			retry.Reset()
 		}
-		m.log.Info("restarting connector", "in", backoff)
-		select {
-		case <-ctx.Done():
+		d := retry.Next()
+		m.log.Info("restarting connector", "in", d)
+		if backoff.Sleep(ctx, d) != nil {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, restartMax)
 		m.mu.Lock()
 		m.restarts++
 		m.mu.Unlock()
