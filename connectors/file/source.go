@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 func init() {
@@ -157,7 +158,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		if !s.cfg.follow && s.allDone() {
 			return nil, connector.ErrEndOfInput
 		}
-		if err := sleepCtx(ctx, s.cfg.pollInterval); err != nil {
+		if err := backoff.Sleep(ctx, s.cfg.pollInterval); err != nil {
 			return nil, err
 		}
 	}
@@ -274,17 +275,6 @@ func (s *Source) Close(context.Context) error {
 		t.close()
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 var _ connector.Source = (*Source)(nil)
