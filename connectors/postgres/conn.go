@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/postgres/pgjson"
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -247,12 +248,8 @@ func retryTransient(ctx context.Context, maxRetries int, delay time.Duration, fn
 		if err == nil || attempt > maxRetries || !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		t := time.NewTimer(delay * time.Duration(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, delay*time.Duration(attempt)) != nil {
 			return err
-		case <-t.C:
 		}
 	}
 }
