@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/postgres/pgjson"
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -87,12 +88,8 @@ func (p *poller) open(_ context.Context, state []byte) error {
 func (p *poller) poll(ctx context.Context) (*connector.Batch, error) {
 	for {
 		if p.idle {
-			t := time.NewTimer(p.set.pollInterval)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			case <-t.C:
+			if err := backoff.Sleep(ctx, p.set.pollInterval); err != nil {
+				return nil, err
 			}
 		}
 		b, err := p.pollOnce(ctx)
