@@ -66,9 +66,6 @@ func (s *Server) getTransforms(w http.ResponseWriter, r *http.Request, kind conn
 // run one at a time; the restart goes on if the client goes away.
 func (s *Server) restart(w http.ResponseWriter, r *http.Request, kind connector.Kind) error {
 	key := r.PathValue("key")
-	if _, err := s.rt.Connector(kind, key); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-		return runtimeError(kind, key, err)
-	}
 	unlock := s.lockConnector(kind, key)
 	defer unlock()
 	// The configuration a restart loads passes the checks a new one
