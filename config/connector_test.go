@@ -316,12 +316,16 @@ func TestMarshalRoundTrip(t *testing.T) {
 		require.NoError(t, err, file)
 		back, err := ParseConnector(file, data, noEnv)
 		require.NoError(t, err, "%s:\n%s", file, data)
+		require.NotEmpty(t, back.PluginConfigLines, "lines of the rendering")
+		back.PluginConfigLines = orig.PluginConfigLines
 		require.Equal(t, orig, back, "TOML round trip of %s:\n%s", file, data)
 
 		js, err := orig.MarshalJSON()
 		require.NoError(t, err, file)
 		back, err = DecodeConnectorJSON("json", orig.Type, "", js, noEnv)
 		require.NoError(t, err, "%s: %s", file, js)
+		require.Nil(t, back.PluginConfigLines, "JSON has no lines")
+		back.PluginConfigLines = orig.PluginConfigLines
 		require.Equal(t, orig, back, "JSON round trip of %s: %s", file, js)
 	}
 

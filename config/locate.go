@@ -167,7 +167,7 @@ func indexOutsideQuotes(s string, c byte) int {
 // within the table; "" is the table itself.
 func pluginConfigOrigins(src []byte, pc map[string]any, set map[string]string) (map[string]int, map[string]string) {
 	var lines map[string]int
-	if src != nil {
+	if src != nil && pc != nil {
 		lines = map[string]int{}
 		var walk func(p path, v any)
 		walk = func(p path, v any) {

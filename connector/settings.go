@@ -137,10 +137,14 @@ func (s *Settings) Object(name string) *Settings {
 	return v
 }
 
-// Errorf is an error at a field of these settings, with its file and line,
-// for what a constructor finds after the check.
-func (s *Settings) Errorf(name, format string, args ...any) error {
-	return s.pc.Errorf(join(s.key, name), format, args...)
+// Errorf is an error at a key path within these settings ("url",
+// "headers.Accept", "tables[1]"), with its file and line, for what a
+// constructor finds after the check.
+func (s *Settings) Errorf(key, format string, args ...any) error {
+	if s.key != "" {
+		key = s.key + "." + key
+	}
+	return s.pc.Errorf(key, format, args...)
 }
 
 // LogValue renders the settings for slog with the secret fields redacted.

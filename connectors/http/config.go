@@ -3,43 +3,15 @@ package httpsink
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
 )
-
-// Config is the http sink's plugin_config (see the package doc).
-type Config struct {
-	URL                         string              `json:"url"`
-	Method                      string              `json:"method"`
-	Timeout                     *connector.Duration `json:"timeout"`
-	MaxPayloadSizeBytes         *uint64             `json:"max_payload_size_bytes"`
-	Headers                     map[string]string   `json:"headers"`
-	BatchMode                   string              `json:"batch_mode"`
-	IncludeMetadata             *bool               `json:"include_metadata"`
-	IncludeChecksum             bool                `json:"include_checksum"`
-	IncludeOriginTimestamp      bool                `json:"include_origin_timestamp"`
-	HealthCheckEnabled          bool                `json:"health_check_enabled"`
-	HealthCheckMethod           string              `json:"health_check_method"`
-	MaxRetries                  *uint32             `json:"max_retries"`
-	RetryDelay                  *connector.Duration `json:"retry_delay"`
-	RetryBackoffMultiplier      *float64            `json:"retry_backoff_multiplier"`
-	MaxRetryDelay               *connector.Duration `json:"max_retry_delay"`
-	SuccessStatusCodes          []int               `json:"success_status_codes"`
-	TLSDangerAcceptInvalidCerts bool                `json:"tls_danger_accept_invalid_certs"`
-	MaxConnections              *int                `json:"max_connections"`
-	VerboseLogging              bool                `json:"verbose_logging"`
-
-	// Ferry extensions.
-	SigningSecret   string `json:"signing_secret"`
-	SignatureHeader string `json:"signature_header"`
-	TimestampHeader string `json:"timestamp_header"`
-	RequestIDHeader string `json:"request_id_header"`
-}
 
 // Batch modes.
 const (
@@ -49,15 +21,8 @@ const (
 	ModeRaw        = "raw"
 )
 
-// Defaults, as upstream.
+// Default headers of the signature (Ferry extensions).
 const (
-	DefaultTimeout         = 30 * time.Second
-	DefaultMaxPayloadSize  = 10 << 20
-	DefaultMaxRetries      = 3
-	DefaultRetryDelay      = time.Second
-	DefaultBackoff         = 2.0
-	DefaultMaxRetryDelay   = 30 * time.Second
-	DefaultMaxConnections  = 10
 	DefaultSignatureHeader = "X-Ferry-Signature"
 	DefaultTimestampHeader = "X-Ferry-Timestamp"
 	DefaultRequestIDHeader = "X-Ferry-Request-Id"
@@ -68,8 +33,68 @@ const (
 
 var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
-// settings is a checked configuration with defaults applied and secrets
-// resolved.
+// Spec is the http sink's plugin_config (see the package doc). Keys
+// without "Ferry" in their doc are upstream's (libiggy_connector_http_sink).
+var Spec = connector.NewSpec(
+	connector.NewStringField("url").Require().WithExample("https://example.com/hooks/iggy").
+		WithDoc("the endpoint, http:// or https:// with a host; ${NAME} is the environment variable NAME"),
+	connector.NewEnumField("method", methods...).WithDefault(http.MethodPost).
+		WithDoc("the request method"),
+	connector.NewDurationField("timeout").WithDefault(30*time.Second).WithCheck(positive).
+		WithDoc("per request"),
+	connector.NewSizeField("max_payload_size_bytes").AtLeast(0).WithDefault(int64(10<<20)).
+		WithDoc("largest request body; 0 = unlimited"),
+	connector.NewMapField("headers", connector.NewStringField("")).WithExample(map[string]string{"Authorization": "Bearer ${API_TOKEN}"}).
+		WithDoc("request headers; values may use ${NAME}"),
+	connector.NewEnumField("batch_mode", ModeIndividual, ModeNDJSON, ModeJSONArray, ModeRaw).WithDefault(ModeIndividual).
+		WithDoc("individual: a request per message; ndjson or json_array: a request per batch; raw: the payload as the body"),
+	connector.NewBoolField("include_metadata").WithDefault(true).
+		WithDoc("wrap each payload with its stream, topic, partition, offset, id and timestamp"),
+	connector.NewBoolField("include_checksum").WithDefault(false).WithDoc("add the message checksum to the metadata"),
+	connector.NewBoolField("include_origin_timestamp").WithDefault(false).WithDoc("add the origin timestamp to the metadata"),
+	connector.NewBoolField("health_check_enabled").WithDefault(false).WithDoc("check the endpoint when the sink opens"),
+	connector.NewEnumField("health_check_method", methods...).WithDefault(http.MethodHead).WithDoc("the health check's method"),
+	connector.NewIntField("max_retries").Between(0, math.MaxUint32).WithDefault(3).
+		WithDoc("retries of a request that failed transiently"),
+	connector.NewDurationField("retry_delay").WithDefault(time.Second).WithDoc("wait before the first retry"),
+	connector.NewFloatField("retry_backoff_multiplier").WithDefault(2.0).WithCheck(atLeastOne).
+		WithDoc("each retry waits this many times longer"),
+	connector.NewDurationField("max_retry_delay").WithDefault(30*time.Second).WithDoc("longest wait between retries"),
+	connector.NewListField("success_status_codes", connector.NewIntField("").Between(100, 599)).AtLeast(1).
+		WithDefault([]int{200, 201, 202, 204}).WithDoc("statuses that mean delivered"),
+	connector.NewBoolField("tls_danger_accept_invalid_certs").WithDefault(false).
+		WithDoc("do not verify TLS certificates (for tests only)"),
+	connector.NewIntField("max_connections").AtLeast(1).WithDefault(10).WithDoc("idle connections kept to the host"),
+	connector.NewBoolField("verbose_logging").WithDefault(false).WithDoc("log each request"),
+	connector.NewStringField("signing_secret").AsSecret().WithExample("${HOOK_SECRET}").
+		WithDoc("Ferry: sign each request with HMAC-SHA256 of this secret (may use ${NAME}); empty = unsigned"),
+	connector.NewStringField("signature_header").WithDefault(DefaultSignatureHeader).WithCheck(headerName).
+		WithDoc("Ferry: the signature's header"),
+	connector.NewStringField("timestamp_header").WithDefault(DefaultTimestampHeader).WithCheck(headerName).
+		WithDoc("Ferry: the signed timestamp's header"),
+	connector.NewStringField("request_id_header").WithDefault(DefaultRequestIDHeader).WithCheck(headerName).
+		WithDoc("Ferry: the request id's header (the same on every retry)"),
+).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	for name, v := range s.StringMap("headers") {
+		if !validHeaderName(name) {
+			fail("headers", "%q is not a valid header name", name)
+		} else if strings.ContainsAny(v, "\r\n\x00") {
+			fail(join("headers", name), "the value contains a line break or NUL")
+		}
+	}
+	names := []string{s.String("signature_header"), s.String("timestamp_header"), s.String("request_id_header")}
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			if strings.EqualFold(a, b) {
+				fail("signature_header", "signature_header, timestamp_header and request_id_header must differ; %q is used twice", a)
+				return
+			}
+		}
+	}
+})
+
+// settings is the configuration the sink runs with: the spec's values,
+// with ${NAME} references resolved.
 type settings struct {
 	url             *url.URL
 	safeURL         string // for logs and errors: no query, no user info
@@ -97,149 +122,78 @@ type settings struct {
 	requestIDHeader string
 }
 
-// settle checks c and applies the defaults; getenv resolves ${NAME}.
-func settle(c Config, p connector.PluginConfig, getenv func(string) (string, bool)) (*settings, error) {
-	s := &settings{method: http.MethodPost, timeout: DefaultTimeout, maxBody: DefaultMaxPayloadSize,
-		mode: ModeIndividual, metadata: true, healthMethod: http.MethodHead, maxRetries: DefaultMaxRetries,
-		retryDelay: DefaultRetryDelay, backoff: DefaultBackoff, maxRetryDelay: DefaultMaxRetryDelay,
-		success: []int{200, 201, 202, 204}, maxConns: DefaultMaxConnections,
-		checksum: c.IncludeChecksum, originTS: c.IncludeOriginTimestamp, healthCheck: c.HealthCheckEnabled,
-		insecureTLS: c.TLSDangerAcceptInvalidCerts, verbose: c.VerboseLogging,
-		signatureHeader: DefaultSignatureHeader, timestampHeader: DefaultTimestampHeader, requestIDHeader: DefaultRequestIDHeader,
+// settle resolves the ${NAME} references of set; getenv looks them up.
+func settle(set *connector.Settings, getenv func(string) (string, bool)) (*settings, error) {
+	s := &settings{method: set.String("method"), timeout: set.Duration("timeout"),
+		maxBody: uint64(set.Size("max_payload_size_bytes")), mode: set.String("batch_mode"),
+		metadata: set.Bool("include_metadata"), checksum: set.Bool("include_checksum"),
+		originTS: set.Bool("include_origin_timestamp"), healthCheck: set.Bool("health_check_enabled"),
+		healthMethod: set.String("health_check_method"), maxRetries: uint32(set.Int("max_retries")),
+		retryDelay: set.Duration("retry_delay"), backoff: set.Float("retry_backoff_multiplier"),
+		maxRetryDelay: set.Duration("max_retry_delay"), success: set.Ints("success_status_codes"),
+		insecureTLS: set.Bool("tls_danger_accept_invalid_certs"), maxConns: set.Int("max_connections"),
+		verbose: set.Bool("verbose_logging"), signatureHeader: set.String("signature_header"),
+		timestampHeader: set.String("timestamp_header"), requestIDHeader: set.String("request_id_header"),
 		headers: http.Header{}}
-	where := func(key string) string { return where(p, key) }
-
-	if err := p.Required("url", c.URL); err != nil {
-		return nil, err
-	}
-	raw, err := expand(c.URL, getenv)
+	raw, err := expand(set.String("url"), getenv)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where("url"), err)
+		return nil, set.Errorf("url", "%v", err)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s is not an http:// or https:// URL with a host", where("url"))
+		return nil, set.Errorf("url", "expected an http:// or https:// URL with a host")
 	}
 	s.url, s.safeURL = u, safeURL(u)
-
-	if c.Method != "" {
-		if s.method, err = method(c.Method, where("method")); err != nil {
-			return nil, err
-		}
-	}
-	if c.HealthCheckMethod != "" {
-		if s.healthMethod, err = method(c.HealthCheckMethod, where("health_check_method")); err != nil {
-			return nil, err
-		}
-	}
-	if c.BatchMode != "" {
-		s.mode = strings.ToLower(c.BatchMode)
-		if !slices.Contains([]string{ModeIndividual, ModeNDJSON, ModeJSONArray, ModeRaw}, s.mode) {
-			return nil, fmt.Errorf("%s is %q, want individual, ndjson, json_array or raw", where("batch_mode"), c.BatchMode)
-		}
-	}
-	if c.Timeout != nil {
-		if s.timeout = c.Timeout.D(); s.timeout <= 0 {
-			return nil, fmt.Errorf("%s must be positive", where("timeout"))
-		}
-	}
-	if c.MaxPayloadSizeBytes != nil {
-		s.maxBody = *c.MaxPayloadSizeBytes
-	}
-	if c.IncludeMetadata != nil {
-		s.metadata = *c.IncludeMetadata
-	}
-	if c.MaxRetries != nil {
-		s.maxRetries = *c.MaxRetries
-	}
-	if c.RetryDelay != nil {
-		s.retryDelay = max(c.RetryDelay.D(), 0)
-	}
-	if c.RetryBackoffMultiplier != nil {
-		s.backoff = max(*c.RetryBackoffMultiplier, 1)
-	}
-	if c.MaxRetryDelay != nil {
-		s.maxRetryDelay = max(c.MaxRetryDelay.D(), 0)
-	}
-	if c.SuccessStatusCodes != nil {
-		if len(c.SuccessStatusCodes) == 0 {
-			return nil, fmt.Errorf("%s is empty", where("success_status_codes"))
-		}
-		for _, code := range c.SuccessStatusCodes {
-			if code < 100 || code > 599 {
-				return nil, fmt.Errorf("%s: %d is not an HTTP status code", where("success_status_codes"), code)
-			}
-		}
-		s.success = c.SuccessStatusCodes
-	}
-	if c.MaxConnections != nil {
-		if *c.MaxConnections < 1 {
-			return nil, fmt.Errorf("%s must be at least 1", where("max_connections"))
-		}
-		s.maxConns = *c.MaxConnections
-	}
-	for name, v := range c.Headers {
-		if !validHeaderName(name) {
-			return nil, fmt.Errorf("%s: %q is not a valid header name", where("headers"), name)
-		}
+	for name, v := range set.StringMap("headers") {
 		val, err := expand(v, getenv)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where("headers."+name), err)
+			return nil, set.Errorf(join("headers", name), "%v", err)
 		}
 		if strings.ContainsAny(val, "\r\n\x00") {
-			return nil, fmt.Errorf("%s: the value contains a line break or NUL", where("headers."+name))
+			return nil, set.Errorf(join("headers", name), "the value contains a line break or NUL")
 		}
 		s.headers.Set(name, val)
 	}
-	if c.SigningSecret != "" {
-		secret, err := expand(c.SigningSecret, getenv)
+	if set.Has("signing_secret") {
+		secret, err := expand(set.String("signing_secret"), getenv)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where("signing_secret"), err)
+			return nil, set.Errorf("signing_secret", "%v", err)
 		}
 		if secret == "" {
-			return nil, fmt.Errorf("%s is empty after expansion", where("signing_secret"))
+			return nil, set.Errorf("signing_secret", "the value is empty after expansion")
 		}
 		s.secret = []byte(secret)
-	}
-	for _, h := range []struct {
-		key string
-		in  string
-		out *string
-	}{{"signature_header", c.SignatureHeader, &s.signatureHeader}, {"timestamp_header", c.TimestampHeader, &s.timestampHeader},
-		{"request_id_header", c.RequestIDHeader, &s.requestIDHeader}} {
-		if h.in == "" {
-			continue
-		}
-		if !validHeaderName(h.in) {
-			return nil, fmt.Errorf("%s: %q is not a valid header name", where(h.key), h.in)
-		}
-		*h.out = h.in
-	}
-	names := []string{s.signatureHeader, s.timestampHeader, s.requestIDHeader}
-	for i, a := range names {
-		for _, b := range names[i+1:] {
-			if strings.EqualFold(a, b) {
-				return nil, fmt.Errorf("%s: signature_header, timestamp_header and request_id_header must differ; %q is used twice", where("signature_header"), a)
-			}
-		}
 	}
 	return s, nil
 }
 
-func where(p connector.PluginConfig, key string) string {
-	w := "plugin_config." + key
-	if p.Source != "" {
-		w = p.Source + ": " + w
+// join is the key path of a header: headers.Accept, headers."X Y".
+func join(table, key string) string {
+	if validHeaderName(key) && !strings.Contains(key, ".") {
+		return table + "." + key
 	}
-	return w
+	return table + "." + strconv.Quote(key)
 }
 
-func method(m, where string) (string, error) {
-	up := strings.ToUpper(m)
-	if !slices.Contains(methods, up) {
-		return "", fmt.Errorf("%s is %q, want one of %s", where, m, strings.Join(methods, ", "))
+func positive(v any) error {
+	if v.(time.Duration) <= 0 {
+		return errors.New("expected a duration above zero, such as \"30s\"")
 	}
-	return up, nil
+	return nil
+}
+
+func atLeastOne(v any) error {
+	if v.(float64) < 1 {
+		return errors.New("expected a number of at least 1")
+	}
+	return nil
+}
+
+func headerName(v any) error {
+	if !validHeaderName(v.(string)) {
+		return fmt.Errorf("%q is not a valid header name", v)
+	}
+	return nil
 }
 
 func validHeaderName(name string) bool {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 func init() {
@@ -28,6 +29,7 @@ func init() {
 		Name:    "http",
 		Aliases: []string{"libiggy_connector_http_sink"},
 		Summary: "delivers messages to an HTTP endpoint (per message, NDJSON, JSON array or raw), signed with HMAC-SHA256",
+		Spec:    Spec,
 		NewSink: New,
 	})
 }
@@ -53,11 +55,11 @@ func New(cfg connector.Config) (connector.Sink, error) {
 }
 
 func newSink(cfg connector.Config, getenv func(string) (string, bool)) (*Sink, error) {
-	var c Config
-	if err := cfg.Plugin.Decode(&c); err != nil {
+	parsed, err := Spec.Parse(cfg.Plugin)
+	if err != nil {
 		return nil, err
 	}
-	set, err := settle(c, cfg.Plugin, getenv)
+	set, err := settle(parsed, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func newSink(cfg connector.Config, getenv func(string) (string, bool)) (*Sink, e
 		log.Warn("tls_danger_accept_invalid_certs is set: TLS certificates are NOT verified")
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for by name
 	}
-	if set.mode == ModeRaw && c.IncludeMetadata != nil && *c.IncludeMetadata {
+	if set.mode == ModeRaw && parsed.Has("include_metadata") && set.metadata {
 		log.Warn("batch_mode = \"raw\" sends payloads as they are; include_metadata is ignored")
 	}
 	return &Sink{key: cfg.Key, set: set, log: log, now: time.Now, sleep: sleepCtx,
@@ -79,16 +81,8 @@ func newSink(cfg connector.Config, getenv func(string) (string, bool)) (*Sink, e
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleepCtx is the sink's sleep outside tests.
+func sleepCtx(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
 // Open sends the health check when health_check_enabled is set: a
 // network failure or a 5xx answer fails Open (the runtime retries it).
@@ -196,7 +190,7 @@ func transient(status int) bool {
 // the last transient error marked Unavailable: the endpoint is down or
 // overloaded, which says nothing about the messages.
 func (s *Sink) send(ctx context.Context, r request) error {
-	delay := s.set.retryDelay
+	retry := backoff.Backoff{Min: min(s.set.retryDelay, s.set.maxRetryDelay), Max: s.set.maxRetryDelay, Factor: s.set.backoff}
 	for attempt := uint32(0); ; attempt++ {
 		status, ans, err := s.do(ctx, s.set.method, r.body, s.contentType(), r.id)
 		if err == nil {
@@ -214,7 +208,7 @@ func (s *Sink) send(ctx context.Context, r request) error {
 			}
 			return connector.Unavailable(err)
 		}
-		wait := min(delay, s.set.maxRetryDelay)
+		wait := retry.Next()
 		if ans.ok {
 			wait = min(ans.d, s.set.maxRetryDelay)
 		}
@@ -222,7 +216,6 @@ func (s *Sink) send(ctx context.Context, r request) error {
 		if serr := s.sleep(ctx, wait); serr != nil {
 			return connector.Unavailable(fmt.Errorf("%w (retry abandoned: %v)", err, serr))
 		}
-		delay = time.Duration(float64(delay) * s.set.backoff)
 	}
 }
 

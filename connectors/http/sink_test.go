@@ -355,17 +355,17 @@ func TestConfigErrors(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{}, "plugin_config.url is required"},
-		{map[string]any{"url": "ftp://x"}, "not an http:// or https:// URL"},
-		{map[string]any{"url": "http://x", "batch_mode": "csv"}, `batch_mode is "csv"`},
-		{map[string]any{"url": "http://x", "method": "FETCH"}, `method is "FETCH"`},
-		{map[string]any{"url": "http://x", "success_status_codes": []any{int64(2000)}}, "2000 is not an HTTP status code"},
-		{map[string]any{"url": "http://x", "headers": map[string]any{"Bad Name": "v"}}, "not a valid header name"},
-		{map[string]any{"url": "http://x", "headers": map[string]any{"X": "${1BAD}"}}, "not a valid variable name"},
+		{map[string]any{}, "plugin_config.url: required key is missing; expected a string"},
+		{map[string]any{"url": "ftp://x"}, "plugin_config.url: expected an http:// or https:// URL with a host"},
+		{map[string]any{"url": "http://x", "batch_mode": "csv"}, `plugin_config.batch_mode: expected one of "individual", "ndjson", "json_array", "raw", got "csv"`},
+		{map[string]any{"url": "http://x", "method": "FETCH"}, `plugin_config.method: expected one of "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", got "FETCH"; did you mean "PATCH"?`},
+		{map[string]any{"url": "http://x", "success_status_codes": []any{int64(2000)}}, "plugin_config.success_status_codes[0]: expected an integer from 100 to 599, got 2000"},
+		{map[string]any{"url": "http://x", "headers": map[string]any{"Bad Name": "v"}}, `plugin_config.headers: "Bad Name" is not a valid header name`},
+		{map[string]any{"url": "http://x", "headers": map[string]any{"X": "${1BAD}"}}, "plugin_config.headers.X: ${1BAD} is not a valid variable name"},
 		{map[string]any{"url": "http://x", "headers": map[string]any{"X": "${OPEN"}}, "no closing }"},
-		{map[string]any{"url": "http://x", "timeout": "soon"}, "soon"},
-		{map[string]any{"url": "http://x", "retries": int64(1)}, "plugin_config.retries is not a setting"},
-		{map[string]any{"url": "http://x", "signing_secret": "${EMPTY}"}, "signing_secret is empty"},
+		{map[string]any{"url": "http://x", "timeout": "soon"}, `plugin_config.timeout: expected a duration such as "5s", "250ms" or "1h 30m", got "soon"`},
+		{map[string]any{"url": "http://x", "retries": int64(1)}, `plugin_config.retries: unknown key; did you mean "max_retries"?`},
+		{map[string]any{"url": "http://x", "signing_secret": "${EMPTY}"}, "plugin_config.signing_secret: the value is empty after expansion"},
 	} {
 		_, err := newSink(connector.Config{Plugin: connector.PluginConfig{Values: tc.values}},
 			func(k string) (string, bool) { return "", k == "EMPTY" })

@@ -7,15 +7,17 @@ import "strings"
 
 // Closest returns the candidate closest to s, ignoring case, or "" when
 // none is close: at most max(2, len(s)/3) edits away, or a shortened or
-// lengthened form of at least four letters.
+// lengthened form of at least four letters (a prefix, or a suffix after
+// "_").
 func Closest(s string, candidates []string) string {
 	best, bestD := "", 1<<30
 	ls := strings.ToLower(s)
 	for _, c := range candidates {
 		lc := strings.ToLower(c)
 		d := levenshtein(ls, lc)
-		if len(ls) >= 4 && len(lc) >= 4 && (strings.HasPrefix(lc, ls) || strings.HasPrefix(ls, lc)) {
-			d = min(d, 1) // a shortened or lengthened key
+		if len(ls) >= 4 && len(lc) >= 4 && (strings.HasPrefix(lc, ls) || strings.HasPrefix(ls, lc) ||
+			strings.HasSuffix(lc, "_"+ls) || strings.HasSuffix(ls, "_"+lc)) {
+			d = min(d, 1) // a shortened or lengthened key: batch for batch_length, retries for max_retries
 		}
 		if d < bestD {
 			best, bestD = c, d
