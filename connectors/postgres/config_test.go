@@ -44,22 +44,22 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{"tables": []any{"t"}}, "plugin_config.connection_string is required"},
-		{map[string]any{"connection_string": dsn}, "plugin_config.tables is required"},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "mode": "stream"}, "plugin_config.mode is \"stream\""},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "batch_size": int64(0)}, "plugin_config.batch_size is 0"},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "payload_format": "xml"}, "plugin_config.payload_format is \"xml\""},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "poll_interval": "soon"}, "soon"},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "tabels": []any{"x"}}, "plugin_config.tabels is not a setting"},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "custom_query": "SELECT * FROM t WHERE id > $offset"}, "plugin_config.initial_offset is required"},
-		{map[string]any{"connection_string": dsn, "custom_query": "SELECT * FROM $table"}, "plugin_config.custom_query uses $table"},
-		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "max_connections": int64(0)}, "plugin_config.max_connections is 0"},
-		{map[string]any{"connection_string": dsn, "mode": "cdc", "replication_slot": "Bad-Slot"}, "plugin_config.replication_slot is \"Bad-Slot\""},
-		{map[string]any{"connection_string": dsn, "mode": "cdc", "publication": "x;y"}, "plugin_config.publication is \"x;y\""},
-		{map[string]any{"connection_string": dsn, "mode": "cdc", "cdc_backend": "pg_replicate"}, "plugin_config.cdc_backend \"pg_replicate\" is not supported"},
-		{map[string]any{"connection_string": dsn, "mode": "cdc", "capture_operations": []any{"INSERT", "MERGE"}}, "plugin_config.capture_operations[1] is \"MERGE\""},
-		{map[string]any{"connection_string": dsn, "mode": "cdc", "snapshot": "always"}, "plugin_config.snapshot is \"always\""},
-		{map[string]any{"connection_string": "postgres://u@h:port/db", "tables": []any{"t"}}, "plugin_config.connection_string cannot be parsed"},
+		{map[string]any{"tables": []any{"t"}}, `plugin_config.connection_string: required key is missing (or set host); expected a string such as "postgres://user@host:5432/db"`},
+		{map[string]any{"connection_string": dsn}, `plugin_config.tables: required in polling mode (or set custom_query); expected a list of tables such as ["users"]`},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "mode": "stream"}, `plugin_config.mode: expected one of "polling", "cdc", got "stream"`},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "batch_size": int64(0)}, "plugin_config.batch_size: expected an integer from 1 to 4294967295, got 0"},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "payload_format": "xml"}, `plugin_config.payload_format: expected one of "bytea", "text", "json_direct", got "xml"`},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "poll_interval": "soon"}, `plugin_config.poll_interval: expected a duration such as "5s", "250ms" or "1h 30m", got "soon"`},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "tabels": []any{"x"}}, `plugin_config.tabels: unknown key; did you mean "tables"?`},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "custom_query": "SELECT * FROM t WHERE id > $offset"}, "plugin_config.initial_offset: required when custom_query uses $offset"},
+		{map[string]any{"connection_string": dsn, "custom_query": "SELECT * FROM $table"}, "plugin_config.custom_query: uses $table but tables is empty"},
+		{map[string]any{"connection_string": dsn, "tables": []any{"t"}, "max_connections": int64(0)}, "plugin_config.max_connections: expected an integer from 1 to 2147483647, got 0"},
+		{map[string]any{"connection_string": dsn, "mode": "cdc", "replication_slot": "Bad-Slot"}, `plugin_config.replication_slot: expected 1 to 63 characters of a-z, 0-9 and _, got "Bad-Slot"`},
+		{map[string]any{"connection_string": dsn, "mode": "cdc", "publication": "x;y"}, `plugin_config.publication: expected 1 to 63 characters of a-z, 0-9 and _, got "x;y"`},
+		{map[string]any{"connection_string": dsn, "mode": "cdc", "cdc_backend": "pg_replicate"}, `plugin_config.cdc_backend: "pg_replicate" is not supported by Ferry`},
+		{map[string]any{"connection_string": dsn, "mode": "cdc", "capture_operations": []any{"INSERT", "MERGE"}}, `plugin_config.capture_operations[1]: expected one of "INSERT", "UPDATE", "DELETE", "TRUNCATE", got "MERGE"`},
+		{map[string]any{"connection_string": dsn, "mode": "cdc", "snapshot": "always"}, `plugin_config.snapshot: expected one of "initial", "never", got "always"`},
+		{map[string]any{"connection_string": "postgres://u@h:port/db", "tables": []any{"t"}}, "plugin_config.connection_string: cannot be parsed"},
 	}
 	for i, c := range sources {
 		_, err := NewSource(connector.Config{Plugin: plugin(c.values)})
@@ -70,17 +70,17 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{"connection_string": dsn}, "plugin_config.target_table is required"},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "payload_format": "xml"}, "plugin_config.payload_format is \"xml\""},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "batch_size": int64(10000)}, "plugin_config.batch_size is 10000"},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "dedupe_by": "hash"}, "plugin_config.dedupe_by is \"hash\""},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "dedupe_by": "offset", "include_metadata": false}, "plugin_config.dedupe_by is \"offset\", which needs include_metadata"},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "insert_method": "magic"}, "plugin_config.insert_method is \"magic\""},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "include_payload": false}, "plugin_config.include_payload is false"},
+		{map[string]any{"connection_string": dsn}, "plugin_config.target_table: required key is missing; expected a string"},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "payload_format": "xml"}, `plugin_config.payload_format: expected one of "bytea", "json", "text", got "xml"`},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "batch_size": int64(10000)}, "plugin_config.batch_size: expected an integer from 1 to 5000, got 10000"},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "dedupe_by": "hash"}, `plugin_config.dedupe_by: expected one of "id", "offset", got "hash"`},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "dedupe_by": "offset", "include_metadata": false}, `plugin_config.dedupe_by: "offset" needs include_metadata = true`},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "insert_method": "magic"}, `plugin_config.insert_method: expected one of "copy", "values", got "magic"`},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "include_payload": false}, "plugin_config.include_payload: is false and field_mappings is empty"},
 		{map[string]any{"connection_string": dsn, "target_table": "t", "field_mappings": map[string]any{"a": "x"},
-			"field_types": map[string]any{"a": "int; DROP TABLE t"}}, "plugin_config.field_types.a is \"int; DROP TABLE t\""},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "field_types": map[string]any{"b": "int"}}, "plugin_config.field_types.b names no column"},
-		{map[string]any{"connection_string": dsn, "target_table": "t", "auto_create_table": "yes"}, "plugin_config.auto_create_table is string"},
+			"field_types": map[string]any{"a": "int; DROP TABLE t"}}, `plugin_config.field_types.a: expected a type name such as bigint, text or numeric(10, 2), got "int; DROP TABLE t"`},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "field_types": map[string]any{"b": "int"}}, "plugin_config.field_types.b: names no column of field_mappings"},
+		{map[string]any{"connection_string": dsn, "target_table": "t", "auto_create_table": "yes"}, `plugin_config.auto_create_table: expected true or false, got "yes"`},
 	}
 	for i, c := range sinks {
 		_, err := NewSink(connector.Config{Plugin: plugin(c.values)})
@@ -155,25 +155,25 @@ func openErr(values map[string]any, log *slog.Logger) error {
 // Fields override the connection string's parts.
 func TestConnectionFieldsOverride(t *testing.T) {
 	t.Parallel()
+	pool := func(values map[string]any) *pgxpool.Config {
+		values["tables"] = []any{"t"}
+		set, err := SourceSpec.Parse(plugin(values))
+		require.NoError(t, err)
+		c := connectionFrom(set)
+		cfg, err := c.poolConfig(set)
+		require.NoError(t, err)
+		return cfg
+	}
 	for i, cs := range []string{"postgres://a:b@h1:5432/d1?sslmode=disable", "host=h1 user=a password=b dbname=d1 sslmode=disable", ""} {
-		c := Connection{ConnectionString: cs, Host: "h2", Port: 6543, Username: "u'2", Password: "p2", DBName: `d\2`}
-		cfg, err := c.poolConfig(plugin(nil), 4)
-		require.NoError(t, err, "case %d", i)
-		cc := cfg.ConnConfig
+		cc := pool(map[string]any{"connection_string": cs, "host": "h2", "port": int64(6543), "username": "u'2", "password": "p2", "dbname": `d\2`}).ConnConfig
 		require.Equal(t, []any{"h2", uint16(6543), "u'2", "p2", `d\2`}, []any{cc.Host, cc.Port, cc.User, cc.Password, cc.Database}, "case %d", i)
 	}
-	c := Connection{ConnectionString: "postgres://a:b@h1:5432/d1", Host: "h2", Port: 6543, Username: "u2", Password: "p2", DBName: "d2"}
-	cfg, err := c.poolConfig(plugin(nil), 4)
-	require.NoError(t, err)
-	cc := cfg.ConnConfig
-	require.Equal(t, "ISO", cc.RuntimeParams["DateStyle"])
-	require.Equal(t, int32(4), cfg.MaxConns)
-	var _ *pgxpool.Config = cfg
+	cfg := pool(map[string]any{"connection_string": "postgres://a:b@h1:5432/d1", "host": "h2", "password": "p2"})
+	require.Equal(t, "ISO", cfg.ConnConfig.RuntimeParams["DateStyle"])
+	require.Equal(t, int32(4), cfg.MaxConns, "the source's default")
 
 	for i, cs := range []string{"postgres://a@h/d", "host=h user=a", ""} {
-		c := Connection{ConnectionString: cs, Host: "h", SSLMode: "require"}
-		cfg, err := c.poolConfig(plugin(nil), 4)
-		require.NoError(t, err, "case %d", i)
+		cfg := pool(map[string]any{"connection_string": cs, "host": "h", "sslmode": "require"})
 		require.NotNil(t, cfg.ConnConfig.TLSConfig, "case %d: sslmode from the field", i)
 	}
 }

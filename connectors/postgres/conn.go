@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -23,28 +24,60 @@ import (
 // from IGGY_CONNECTORS_<SOURCE|SINK>_<KEY>_PLUGIN_CONFIG_PASSWORD while
 // the rest stays in the file.
 type Connection struct {
-	ConnectionString string `json:"connection_string"`
-	Host             string `json:"host"`
-	Port             uint16 `json:"port"`
-	User             string `json:"user"`
-	Username         string `json:"username"`
-	Password         string `json:"password"`
-	Database         string `json:"database"`
-	DBName           string `json:"dbname"`
-	SSLMode          string `json:"sslmode"`
-	MaxConnections   *int32 `json:"max_connections"`
+	ConnectionString string
+	Host             string
+	Port             uint16
+	User             string
+	Username         string
+	Password         string
+	Database         string
+	DBName           string
+	SSLMode          string
+	MaxConnections   int32
+}
+
+// connectionFields are the connection's keys in both specs; the pool
+// holds up to maxConns connections by default.
+func connectionFields(maxConns int) []connector.Field {
+	return []connector.Field{
+		connector.NewStringField("connection_string").AsSecret().WithExample("postgres://iggy@localhost:5432/app").
+			WithDoc("a postgres:// URL or key=value DSN; required unless host is set"),
+		connector.NewStringField("host").WithDoc("Ferry: overrides the connection string's host"),
+		connector.NewIntField("port").Between(1, 65535).WithDoc("Ferry: overrides the connection string's port"),
+		connector.NewStringField("user").WithDoc("Ferry: overrides the connection string's user"),
+		connector.NewStringField("username").WithDoc("Ferry: the same as user"),
+		connector.NewStringField("password").AsSecret().
+			WithDoc("Ferry: overrides the connection string's password (set it from IGGY_CONNECTORS_*_PLUGIN_CONFIG_PASSWORD)"),
+		connector.NewStringField("database").WithDoc("Ferry: overrides the connection string's database"),
+		connector.NewStringField("dbname").WithDoc("Ferry: the same as database"),
+		connector.NewEnumField("sslmode", "disable", "allow", "prefer", "require", "verify-ca", "verify-full").
+			WithDoc("Ferry: overrides the connection string's sslmode"),
+		connector.NewIntField("max_connections").Between(1, math.MaxInt32).WithDefault(maxConns).
+			WithDoc("connections in the pool"),
+	}
+}
+
+// lintConnection requires a connection string or a host.
+func lintConnection(s *connector.Settings, fail connector.FailFunc) {
+	if s.String("connection_string") == "" && s.String("host") == "" {
+		fail("connection_string", "required key is missing (or set host); expected a string such as \"postgres://user@host:5432/db\"")
+	}
+}
+
+// connectionFrom reads the connection keys of set.
+func connectionFrom(set *connector.Settings) Connection {
+	return Connection{ConnectionString: set.String("connection_string"), Host: set.String("host"),
+		Port: uint16(set.Int("port")), User: set.String("user"), Username: set.String("username"),
+		Password: set.String("password"), Database: set.String("database"), DBName: set.String("dbname"),
+		SSLMode: set.String("sslmode"), MaxConnections: int32(set.Int("max_connections"))}
 }
 
 // poolConfig builds the pool configuration; errors name the key and never
 // contain the password.
-func (c *Connection) poolConfig(p connector.PluginConfig, defaultMax int32) (*pgxpool.Config, error) {
-	if c.ConnectionString == "" && c.Host == "" {
-		return nil, p.Required("connection_string", "")
-	}
-	cs := c.withFields()
-	cfg, err := pgxpool.ParseConfig(cs)
+func (c *Connection) poolConfig(set *connector.Settings) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(c.withFields())
 	if err != nil {
-		return nil, fmt.Errorf("%s: plugin_config.connection_string cannot be parsed: %s", p.Source, c.scrub(parseReason(err)))
+		return nil, set.Errorf("connection_string", "cannot be parsed: %s", c.scrub(parseReason(err)))
 	}
 	cc := cfg.ConnConfig
 	if c.Password != "" {
@@ -53,13 +86,7 @@ func (c *Connection) poolConfig(p connector.PluginConfig, defaultMax int32) (*pg
 	for k, v := range pgjson.RuntimeParams() {
 		cc.RuntimeParams[k] = v
 	}
-	cfg.MaxConns = defaultMax
-	if c.MaxConnections != nil {
-		if *c.MaxConnections < 1 {
-			return nil, fmt.Errorf("%s: plugin_config.max_connections is %d, want at least 1", p.Source, *c.MaxConnections)
-		}
-		cfg.MaxConns = *c.MaxConnections
-	}
+	cfg.MaxConns = c.MaxConnections
 	return cfg, nil
 }
 

@@ -41,15 +41,12 @@ type Sink struct {
 
 // NewSink builds a postgres sink; configuration errors name the key.
 func NewSink(cfg connector.Config) (connector.Sink, error) {
-	var c SinkConfig
-	if err := cfg.Plugin.Decode(&c); err != nil {
-		return nil, err
-	}
-	set, err := c.settings(cfg.Plugin)
+	parsed, err := SinkSpec.Parse(cfg.Plugin)
 	if err != nil {
 		return nil, err
 	}
-	poolCfg, err := c.Connection.poolConfig(cfg.Plugin, 10)
+	set, conn := sinkSettingsFrom(parsed), connectionFrom(parsed)
+	poolCfg, err := conn.poolConfig(parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +55,7 @@ func NewSink(cfg connector.Config) (connector.Sink, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	set.verbose = set.verbose || cfg.Verbose
-	s := &Sink{conn: c.Connection, set: set, poolCfg: poolCfg, log: log, cols: set.columns()}
+	s := &Sink{conn: conn, set: set, poolCfg: poolCfg, log: log, cols: set.columns()}
 	for _, col := range s.cols {
 		s.names = append(s.names, col.name)
 	}

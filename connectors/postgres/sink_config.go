@@ -2,55 +2,63 @@ package postgres
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
 )
 
-// SinkConfig is the postgres sink's plugin_config. Keys without a
-// "Ferry:" note are upstream's (libiggy_connector_postgres_sink).
-type SinkConfig struct {
-	Connection
-	// TargetTable is "table" or "schema.table".
-	TargetTable string `json:"target_table"`
-	// BatchSize is the most rows per INSERT (default 1000; upstream 100).
-	BatchSize       *uint32 `json:"batch_size"`
-	AutoCreateTable bool    `json:"auto_create_table"`
-	// IncludeMetadata adds iggy_offset, iggy_timestamp, iggy_stream,
-	// iggy_topic and iggy_partition_id (default true).
-	IncludeMetadata        *bool `json:"include_metadata"`
-	IncludeChecksum        *bool `json:"include_checksum"`
-	IncludeOriginTimestamp *bool `json:"include_origin_timestamp"`
-	// PayloadFormat is the payload column's type: bytea (default), json
-	// (jsonb) or text.
-	PayloadFormat  string              `json:"payload_format"`
-	VerboseLogging bool                `json:"verbose_logging"`
-	MaxRetries     *uint32             `json:"max_retries"`
-	RetryDelay     *connector.Duration `json:"retry_delay"`
-
-	// TargetSchema qualifies target_table (Ferry); then target_table is
-	// taken whole, dots included.
-	TargetSchema string `json:"target_schema"`
-	// FieldMappings writes JSON payload fields to columns: column name →
-	// field path (gjson syntax: "user.id", "items.0", "a\.b") (Ferry).
-	FieldMappings map[string]string `json:"field_mappings"`
-	// FieldTypes are the mapped columns' SQL types for auto_create_table
-	// (default jsonb) (Ferry).
-	FieldTypes map[string]string `json:"field_types"`
-	// IncludePayload writes the payload column (default true) (Ferry).
-	IncludePayload *bool `json:"include_payload"`
-	// DedupeBy is the unique key that makes replays harmless: "id" (the
-	// message id, the default) or "offset" (stream, topic, partition,
-	// offset) (Ferry).
-	DedupeBy string `json:"dedupe_by"`
-	// InsertMethod is "copy" (COPY into a temporary table, then INSERT ...
-	// SELECT ... ON CONFLICT DO NOTHING; the default, about 40% faster) or
-	// "values" (multi-row INSERT ... ON CONFLICT DO NOTHING) (Ferry).
-	InsertMethod string `json:"insert_method"`
-}
+// SinkSpec is the postgres sink's plugin_config. Keys without a "Ferry"
+// note are upstream's (libiggy_connector_postgres_sink).
+var SinkSpec = connector.NewSpec(append(connectionFields(10),
+	connector.NewStringField("target_table").Require().WithExample("iggy_messages").
+		WithDoc(`"table" or "schema.table"`),
+	connector.NewIntField("batch_size").Between(1, 5000).WithDefault(1000).
+		WithDoc("most rows per INSERT (upstream's default is 100)"),
+	connector.NewBoolField("auto_create_table").WithDefault(false).WithDoc("create the table when it does not exist"),
+	connector.NewBoolField("include_metadata").WithDefault(true).
+		WithDoc("write iggy_offset, iggy_timestamp, iggy_stream, iggy_topic and iggy_partition_id"),
+	connector.NewBoolField("include_checksum").WithDefault(true).WithDoc("write iggy_checksum"),
+	connector.NewBoolField("include_origin_timestamp").WithDefault(true).WithDoc("write iggy_origin_timestamp"),
+	connector.NewEnumField("payload_format", "bytea", "json", "text").
+		WithAliases(map[string]string{"raw": "bytea", "jsonb": "json"}).WithDefault("bytea").
+		WithDoc("the payload column's type: bytea, json (jsonb) or text"),
+	connector.NewBoolField("verbose_logging").WithDefault(false).WithDoc("log each batch"),
+	connector.NewIntField("max_retries").Between(0, math.MaxUint32).WithDefault(3).
+		WithDoc("retries of a failed INSERT inside one Consume"),
+	connector.NewDurationField("retry_delay").WithDefault(time.Second).WithDoc("wait between those retries"),
+	connector.NewStringField("target_schema").
+		WithDoc("Ferry: qualifies target_table, which is then taken whole, dots included"),
+	connector.NewStringMapField("field_mappings").WithExample(map[string]string{"user_id": "user.id"}).
+		WithDoc(`Ferry: columns filled from JSON payload fields: column = "path" (gjson syntax)`),
+	connector.NewMapField("field_types", connector.NewStringField("").WithCheck(checkSQLType)).
+		WithDoc("Ferry: SQL types of the mapped columns for auto_create_table; default jsonb"),
+	connector.NewBoolField("include_payload").WithDefault(true).WithDoc("Ferry: write the payload column"),
+	connector.NewEnumField("dedupe_by", "id", "offset").WithDefault("id").
+		WithDoc("Ferry: the unique key that makes replays harmless: the message id, or (stream, topic, partition, offset)"),
+	connector.NewEnumField("insert_method", "copy", "values").WithDefault("copy").
+		WithDoc("Ferry: copy (COPY into a temporary table, then INSERT ... ON CONFLICT DO NOTHING) or values (multi-row INSERT)"),
+)...).Lint(lintConnection).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	mappings, types := s.StringMap("field_mappings"), s.StringMap("field_types")
+	for col, path := range mappings {
+		if col == "" || path == "" {
+			fail("field_mappings", "has an empty column name or path (%q = %q)", col, path)
+		}
+	}
+	for col := range types {
+		if _, ok := mappings[col]; !ok {
+			fail("field_types."+col, "names no column of field_mappings")
+		}
+	}
+	if !s.Bool("include_payload") && len(mappings) == 0 {
+		fail("include_payload", "is false and field_mappings is empty: nothing would be written")
+	}
+	if s.String("dedupe_by") == "offset" && !s.Bool("include_metadata") {
+		fail("dedupe_by", `"offset" needs include_metadata = true`)
+	}
+})
 
 type sinkPayload int
 
@@ -85,91 +93,34 @@ type mapping struct {
 // optional (n[, m]) and [] suffixes.
 var sqlType = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?(\s*\[\])*$`)
 
-func (c *SinkConfig) settings(p connector.PluginConfig) (*sinkSettings, error) {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("%s: plugin_config.%s %s", p.Source, key, fmt.Sprintf(format, args...))
+func checkSQLType(v any) error {
+	if !sqlType.MatchString(v.(string)) {
+		return fmt.Errorf("expected a type name such as bigint, text or numeric(10, 2), got %q", v)
 	}
-	s := &sinkSettings{batchSize: 1000, meta: true, checksum: true, origin: true, payload: true,
-		maxRetries: 3, retryDelay: time.Second, autoCreate: c.AutoCreateTable, verbose: c.VerboseLogging}
-	if err := p.Required("target_table", c.TargetTable); err != nil {
-		return nil, err
+	return nil
+}
+
+// sinkSettingsFrom is the sink's settings from its parsed spec.
+func sinkSettingsFrom(set *connector.Settings) *sinkSettings {
+	s := &sinkSettings{batchSize: set.Int("batch_size"), autoCreate: set.Bool("auto_create_table"),
+		meta: set.Bool("include_metadata"), checksum: set.Bool("include_checksum"),
+		origin: set.Bool("include_origin_timestamp"), payload: set.Bool("include_payload"),
+		format:         map[string]sinkPayload{"bytea": payloadBytea, "json": payloadJSON, "text": payloadText}[set.String("payload_format")],
+		dedupeByOffset: set.String("dedupe_by") == "offset", copy: set.String("insert_method") == "copy",
+		verbose: set.Bool("verbose_logging"), maxRetries: set.Int("max_retries"), retryDelay: set.Duration("retry_delay")}
+	if schema := set.String("target_schema"); schema != "" {
+		s.table = []string{schema, set.String("target_table")}
+	} else {
+		s.table = tableIdent(set.String("target_table"))
 	}
-	switch {
-	case c.TargetSchema != "":
-		s.table = []string{c.TargetSchema, c.TargetTable}
-	default:
-		s.table = tableIdent(c.TargetTable)
-	}
-	if c.BatchSize != nil {
-		if *c.BatchSize == 0 || *c.BatchSize > 5000 {
-			return nil, bad("batch_size", "is %d, want 1 to 5000", *c.BatchSize)
-		}
-		s.batchSize = int(*c.BatchSize)
-	}
-	for _, b := range []struct {
-		v   *bool
-		dst *bool
-	}{{c.IncludeMetadata, &s.meta}, {c.IncludeChecksum, &s.checksum}, {c.IncludeOriginTimestamp, &s.origin}, {c.IncludePayload, &s.payload}} {
-		if b.v != nil {
-			*b.dst = *b.v
-		}
-	}
-	switch strings.ToLower(c.PayloadFormat) {
-	case "", "bytea", "raw":
-	case "json", "jsonb":
-		s.format = payloadJSON
-	case "text":
-		s.format = payloadText
-	default:
-		return nil, bad("payload_format", "is %q, want bytea, json or text", c.PayloadFormat)
-	}
-	cols := make([]string, 0, len(c.FieldMappings))
-	for col := range c.FieldMappings {
+	mappings, types := set.StringMap("field_mappings"), set.StringMap("field_types")
+	cols := make([]string, 0, len(mappings))
+	for col := range mappings {
 		cols = append(cols, col)
 	}
 	sort.Strings(cols)
 	for _, col := range cols {
-		path := c.FieldMappings[col]
-		if col == "" || path == "" {
-			return nil, bad("field_mappings", "has an empty column name or path (%q = %q)", col, path)
-		}
-		typ := firstNonEmpty(c.FieldTypes[col], "jsonb")
-		if !sqlType.MatchString(typ) {
-			return nil, bad("field_types."+col, "is %q, not a type name such as bigint, text or numeric(10, 2)", typ)
-		}
-		s.mappings = append(s.mappings, mapping{column: col, path: path, sqlType: typ})
+		s.mappings = append(s.mappings, mapping{column: col, path: mappings[col], sqlType: firstNonEmpty(types[col], "jsonb")})
 	}
-	for col := range c.FieldTypes {
-		if _, ok := c.FieldMappings[col]; !ok {
-			return nil, bad("field_types."+col, "names no column of field_mappings")
-		}
-	}
-	if !s.payload && len(s.mappings) == 0 {
-		return nil, bad("include_payload", "is false and field_mappings is empty: nothing would be written")
-	}
-	switch strings.ToLower(c.DedupeBy) {
-	case "", "id":
-	case "offset":
-		if !s.meta {
-			return nil, bad("dedupe_by", "is \"offset\", which needs include_metadata = true")
-		}
-		s.dedupeByOffset = true
-	default:
-		return nil, bad("dedupe_by", "is %q, want \"id\" or \"offset\"", c.DedupeBy)
-	}
-	s.copy = true
-	switch strings.ToLower(c.InsertMethod) {
-	case "", "copy":
-	case "values":
-		s.copy = false
-	default:
-		return nil, bad("insert_method", "is %q, want \"values\" or \"copy\"", c.InsertMethod)
-	}
-	if c.MaxRetries != nil {
-		s.maxRetries = int(*c.MaxRetries)
-	}
-	if c.RetryDelay != nil {
-		s.retryDelay = c.RetryDelay.D()
-	}
-	return s, nil
+	return s
 }

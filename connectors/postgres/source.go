@@ -17,6 +17,7 @@ func init() {
 		Name:      "postgres",
 		Aliases:   []string{"libiggy_connector_postgres_source"},
 		Summary:   "PostgreSQL rows by polling a table or query, or changes by logical replication (pgoutput)",
+		Spec:      SourceSpec,
 		NewSource: NewSource,
 	})
 	connector.MustRegister(connector.Info{
@@ -24,6 +25,7 @@ func init() {
 		Name:    "postgres",
 		Aliases: []string{"libiggy_connector_postgres_sink"},
 		Summary: "writes messages to a PostgreSQL table, idempotently by message id",
+		Spec:    SinkSpec,
 		NewSink: NewSink,
 	})
 }
@@ -55,15 +57,12 @@ type Source struct {
 
 // NewSource builds a postgres source; configuration errors name the key.
 func NewSource(cfg connector.Config) (connector.Source, error) {
-	var c SourceConfig
-	if err := cfg.Plugin.Decode(&c); err != nil {
-		return nil, err
-	}
-	set, err := c.settings(cfg.Plugin)
+	parsed, err := SourceSpec.Parse(cfg.Plugin)
 	if err != nil {
 		return nil, err
 	}
-	poolCfg, err := c.Connection.poolConfig(cfg.Plugin, 4)
+	set, conn := sourceSettingsFrom(parsed), connectionFrom(parsed)
+	poolCfg, err := conn.poolConfig(parsed)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	set.verbose = set.verbose || cfg.Verbose
-	s := &Source{conn: c.Connection, set: set, poolCfg: poolCfg, log: log, plugin: cfg.Plugin}
+	s := &Source{conn: conn, set: set, poolCfg: poolCfg, log: log, plugin: cfg.Plugin}
 	if set.deleteAfterRead && set.processedColumn != "" {
 		log.Warn("delete_after_read and processed_column are both set; rows are deleted (as upstream)")
 	}

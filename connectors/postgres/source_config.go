@@ -1,66 +1,89 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
 )
 
-// SourceConfig is the postgres source's plugin_config. Keys without a
-// "Ferry:" note are upstream's (libiggy_connector_postgres_source).
-type SourceConfig struct {
-	Connection
-	// Mode is "polling" (default) or "cdc".
-	Mode string `json:"mode"`
-	// Tables to poll, or (CDC) to publish; "schema.table" or "table".
-	Tables []string `json:"tables"`
-	// Table is one more table (Ferry: a shorthand for tables = [table]).
-	Table string `json:"table"`
-	// PollInterval is the pause between polls that found nothing new
-	// (default 10s, as upstream; polling mode).
-	PollInterval *connector.Duration `json:"poll_interval"`
-	// BatchSize is the most rows per table per poll, or changes per batch
-	// (default 1000).
-	BatchSize *uint32 `json:"batch_size"`
-	// TrackingColumn orders and resumes polling (default "id").
-	TrackingColumn string `json:"tracking_column"`
-	// InitialOffset: only rows whose tracking value is greater are read
-	// on the first run.
-	InitialOffset any `json:"initial_offset"`
-	// CustomQuery replaces the generated query; $table, $offset, $limit,
-	// $now and $now_unix are bound as parameters ($table is the quoted
-	// table name).
-	CustomQuery      string `json:"custom_query"`
-	SnakeCaseColumns bool   `json:"snake_case_columns"`
-	// IncludeMetadata wraps each row in {table_name, operation_type,
-	// timestamp, data, old_data} (default true); false sends the row alone.
-	IncludeMetadata   *bool    `json:"include_metadata"`
-	ReplicationSlot   string   `json:"replication_slot"`
-	CaptureOperations []string `json:"capture_operations"`
-	// CDCBackend: "builtin" (default; Ferry's is pgoutput).
-	CDCBackend       string `json:"cdc_backend"`
-	DeleteAfterRead  bool   `json:"delete_after_read"`
-	ProcessedColumn  string `json:"processed_column"`
-	PrimaryKeyColumn string `json:"primary_key_column"`
-	PayloadColumn    string `json:"payload_column"`
-	// PayloadFormat of payload_column: bytea (raw), text, json_direct.
-	PayloadFormat  string              `json:"payload_format"`
-	VerboseLogging bool                `json:"verbose_logging"`
-	MaxRetries     *uint32             `json:"max_retries"`
-	RetryDelay     *connector.Duration `json:"retry_delay"`
+// SourceSpec is the postgres source's plugin_config. Keys without a
+// "Ferry" note are upstream's (libiggy_connector_postgres_source).
+var SourceSpec = connector.NewSpec(append(connectionFields(4),
+	connector.NewEnumField("mode", "polling", "cdc").WithDefault("polling").
+		WithDoc("polling: query tables by a tracking column; cdc: logical replication (pgoutput)"),
+	connector.NewListField("tables", connector.NewStringField("").WithCheck(nonBlank)).WithExample([]string{"public.users"}).
+		WithDoc(`tables to poll, or (cdc) to publish: "schema.table" or "table"`),
+	connector.NewStringField("table").WithCheck(nonBlank).WithDoc("Ferry: one more table, a shorthand for tables = [table]"),
+	connector.NewDurationField("poll_interval").WithDefault(10*time.Second).
+		WithDoc("polling: pause after a poll that caught up"),
+	connector.NewIntField("batch_size").Between(1, math.MaxUint32).WithDefault(1000).
+		WithDoc("most rows per table per poll, or changes per batch"),
+	connector.NewStringField("tracking_column").WithDefault("id").
+		WithDoc("polling: an increasing column (a sequence or a timestamp) that orders and resumes reading"),
+	connector.NewStringField("initial_offset").AcceptNumbers().
+		WithDoc("polling: the first run reads rows whose tracking value is above it"),
+	connector.NewStringField("custom_query").
+		WithDoc("polling: replaces the generated query; $table, $offset, $limit, $now and $now_unix are bound as parameters"),
+	connector.NewBoolField("snake_case_columns").WithDefault(false).WithDoc("rename columns to snake_case in records"),
+	connector.NewBoolField("include_metadata").WithDefault(true).
+		WithDoc("wrap each row in {table_name, operation_type, timestamp, data, old_data}; false sends the row alone"),
+	connector.NewStringField("replication_slot").WithDefault("iggy_slot").WithCheck(identifier).
+		WithDoc("cdc: the logical replication slot"),
+	connector.NewListField("capture_operations", connector.NewEnumField("", "INSERT", "UPDATE", "DELETE", "TRUNCATE")).
+		WithDefault([]string{"INSERT", "UPDATE", "DELETE"}).WithDoc("cdc: the changes sent"),
+	connector.NewEnumField("cdc_backend", "builtin", "pg_replicate").WithAliases(map[string]string{"pgoutput": "builtin"}).
+		WithDefault("builtin").WithDoc(`cdc: "builtin" (logical replication with pgoutput); upstream's pg_replicate is not supported`),
+	connector.NewBoolField("delete_after_read").WithDefault(false).WithDoc("polling: delete rows once they are in Iggy"),
+	connector.NewStringField("processed_column").WithDoc("polling: a boolean column set to true once a row is in Iggy"),
+	connector.NewStringField("primary_key_column").WithDoc("polling: breaks ties of tracking values; default tracking_column"),
+	connector.NewStringField("payload_column").WithDoc("polling: send this column's value as the payload instead of a record of the row"),
+	connector.NewEnumField("payload_format", "bytea", "text", "json_direct").
+		WithAliases(map[string]string{"raw": "bytea", "jsonb": "json_direct", "jsonb_direct": "json_direct"}).
+		WithDefault("bytea").WithDoc("polling: what payload_column holds"),
+	connector.NewBoolField("verbose_logging").WithDefault(false).WithDoc("log each batch"),
+	connector.NewIntField("max_retries").Between(0, math.MaxUint32).WithDefault(3).
+		WithDoc("retries of the deletes or marks done on Ack"),
+	connector.NewDurationField("retry_delay").WithDefault(time.Second).WithDoc("wait between those retries"),
+	connector.NewStringField("publication").WithDefault("iggy_pub").WithCheck(identifier).
+		WithDoc("Ferry, cdc: the publication"),
+	connector.NewEnumField("snapshot", "initial", "never").WithDefault("initial").
+		WithDoc("Ferry, cdc: initial reads the published tables before streaming; never streams only"),
+	connector.NewBoolField("replica_identity_full").WithDefault(false).
+		WithDoc("Ferry, cdc: set REPLICA IDENTITY FULL so updates and deletes carry the whole old row"),
+)...).Lint(lintConnection).Lint(lintSource)
 
-	// Publication is the CDC publication (Ferry; default "iggy_pub").
-	Publication string `json:"publication"`
-	// Snapshot is "initial" (default: read the published tables before
-	// streaming) or "never" (Ferry).
-	Snapshot string `json:"snapshot"`
-	// ReplicaIdentityFull sets REPLICA IDENTITY FULL on the published
-	// tables, so updates and deletes carry the whole old row (Ferry).
-	ReplicaIdentityFull bool `json:"replica_identity_full"`
+// lintSource checks the keys of one mode.
+func lintSource(s *connector.Settings, fail connector.FailFunc) {
+	tables := append(s.Strings("tables"), s.String("table"))
+	if s.String("table") == "" {
+		tables = tables[:len(tables)-1]
+	}
+	query := s.String("custom_query")
+	if s.String("mode") == "cdc" {
+		if s.String("cdc_backend") == "pg_replicate" {
+			fail("cdc_backend", `"pg_replicate" is not supported by Ferry; use "builtin" (logical replication with pgoutput)`)
+		}
+		if query != "" {
+			fail("custom_query", "applies to polling mode only")
+		}
+		return
+	}
+	switch {
+	case len(tables) == 0 && query == "":
+		fail("tables", "required in polling mode (or set custom_query); expected a list of tables such as [\"users\"]")
+	case query == "":
+	case strings.Contains(query, "$table") && len(tables) == 0:
+		fail("custom_query", "uses $table but tables is empty")
+	case strings.Contains(query, "$offset") && !s.Has("initial_offset"):
+		fail("initial_offset", "required when custom_query uses $offset (it is the value before the first row)")
+	case (s.Bool("delete_after_read") || s.String("processed_column") != "") && len(tables) == 0:
+		fail("custom_query", "with delete_after_read or processed_column needs tables to name the table")
+	}
 }
 
 // payloadFormat says what a polled row becomes.
@@ -101,155 +124,46 @@ type sourceSettings struct {
 
 var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 
-func (c *SourceConfig) settings(p connector.PluginConfig) (*sourceSettings, error) {
-	bad := func(key, format string, args ...any) error {
-		return fmt.Errorf("%s: plugin_config.%s %s", p.Source, key, fmt.Sprintf(format, args...))
+func identifier(v any) error {
+	if !slotName.MatchString(v.(string)) {
+		return fmt.Errorf("expected 1 to 63 characters of a-z, 0-9 and _, got %q", v)
 	}
-	s := &sourceSettings{pollInterval: 10 * time.Second, batchSize: 1000, tracking: "id",
-		includeMetadata: true, maxRetries: 3, retryDelay: time.Second,
-		slot: "iggy_slot", publication: "iggy_pub", snapshot: true,
-		capture: map[string]bool{"INSERT": true, "UPDATE": true, "DELETE": true}}
-	switch strings.ToLower(c.Mode) {
-	case "", "polling":
-	case "cdc":
-		s.cdc = true
-	default:
-		return nil, bad("mode", "is %q, want \"polling\" or \"cdc\"", c.Mode)
+	return nil
+}
+
+func nonBlank(v any) error {
+	if strings.TrimSpace(v.(string)) == "" {
+		return errors.New("expected a table name, got an empty string")
 	}
-	s.tables = append(s.tables, c.Tables...)
-	if c.Table != "" {
-		s.tables = append(s.tables, c.Table)
+	return nil
+}
+
+// sourceSettingsFrom is the source's settings from its parsed spec.
+func sourceSettingsFrom(set *connector.Settings) *sourceSettings {
+	s := &sourceSettings{cdc: set.String("mode") == "cdc", tables: set.Strings("tables"),
+		pollInterval: set.Duration("poll_interval"), batchSize: set.Int("batch_size"),
+		tracking: set.String("tracking_column"), customQuery: set.String("custom_query"),
+		snakeCase: set.Bool("snake_case_columns"), includeMetadata: set.Bool("include_metadata"),
+		deleteAfterRead: set.Bool("delete_after_read"), processedColumn: set.String("processed_column"),
+		payloadColumn: set.String("payload_column"), verbose: set.Bool("verbose_logging"),
+		maxRetries: set.Int("max_retries"), retryDelay: set.Duration("retry_delay"),
+		slot: set.String("replication_slot"), publication: set.String("publication"),
+		snapshot: set.String("snapshot") == "initial", replicaFull: set.Bool("replica_identity_full"),
+		capture: map[string]bool{}}
+	if t := set.String("table"); t != "" {
+		s.tables = append(s.tables, t)
 	}
-	for i, t := range s.tables {
-		if strings.TrimSpace(t) == "" {
-			return nil, bad(fmt.Sprintf("tables[%d]", i), "is empty")
-		}
-	}
-	if c.PollInterval != nil {
-		s.pollInterval = c.PollInterval.D()
-	}
-	if c.BatchSize != nil {
-		if *c.BatchSize == 0 {
-			return nil, bad("batch_size", "is 0, want at least 1")
-		}
-		s.batchSize = int(*c.BatchSize)
-	}
-	if c.TrackingColumn != "" {
-		s.tracking = c.TrackingColumn
-	}
-	s.pk = firstNonEmpty(c.PrimaryKeyColumn, s.tracking)
-	if c.InitialOffset != nil {
-		v, err := offsetString(c.InitialOffset)
-		if err != nil {
-			return nil, bad("initial_offset", "%v", err)
-		}
+	s.pk = firstNonEmpty(set.String("primary_key_column"), s.tracking)
+	if set.Has("initial_offset") {
+		v := set.String("initial_offset")
 		s.initialOffset = &v
 	}
-	s.customQuery = c.CustomQuery
-	s.snakeCase = c.SnakeCaseColumns
-	if c.IncludeMetadata != nil {
-		s.includeMetadata = *c.IncludeMetadata
-	}
-	s.deleteAfterRead = c.DeleteAfterRead
-	s.processedColumn = c.ProcessedColumn
-	s.payloadColumn = c.PayloadColumn
-	switch strings.ToLower(c.PayloadFormat) {
-	case "", "bytea", "raw":
-		s.payloadFormat = formatBytea
-	case "text":
-		s.payloadFormat = formatText
-	case "json_direct", "jsonb", "jsonb_direct":
-		s.payloadFormat = formatJSONDirect
-	default:
-		return nil, bad("payload_format", "is %q, want bytea, text or json_direct", c.PayloadFormat)
-	}
+	s.payloadFormat = map[string]payloadFormat{"bytea": formatBytea, "text": formatText, "json_direct": formatJSONDirect}[set.String("payload_format")]
 	if s.payloadColumn == "" {
 		s.payloadFormat = formatRecord
 	}
-	s.verbose = c.VerboseLogging
-	if c.MaxRetries != nil {
-		s.maxRetries = int(*c.MaxRetries)
+	for _, op := range set.Strings("capture_operations") {
+		s.capture[op] = true
 	}
-	if c.RetryDelay != nil {
-		s.retryDelay = c.RetryDelay.D()
-	}
-	if s.cdc {
-		return s, c.cdcSettings(s, bad)
-	}
-	return s, c.pollingSettings(s, bad)
-}
-
-func (c *SourceConfig) pollingSettings(s *sourceSettings, bad func(string, string, ...any) error) error {
-	if len(s.tables) == 0 && s.customQuery == "" {
-		return bad("tables", "is required in polling mode (or set custom_query)")
-	}
-	if s.customQuery != "" {
-		if strings.Contains(s.customQuery, "$table") && len(s.tables) == 0 {
-			return bad("custom_query", "uses $table but plugin_config.tables is empty")
-		}
-		if strings.Contains(s.customQuery, "$offset") && s.initialOffset == nil {
-			return bad("initial_offset", "is required when custom_query uses $offset (it is the value before the first row)")
-		}
-		if (s.deleteAfterRead || s.processedColumn != "") && len(s.tables) == 0 {
-			return bad("custom_query", "with delete_after_read or processed_column needs plugin_config.tables to name the table")
-		}
-	}
-	return nil
-}
-
-func (c *SourceConfig) cdcSettings(s *sourceSettings, bad func(string, string, ...any) error) error {
-	switch strings.ToLower(c.CDCBackend) {
-	case "", "builtin", "pgoutput":
-	case "pg_replicate":
-		return bad("cdc_backend", "\"pg_replicate\" is not supported by Ferry; use \"builtin\" (logical replication with pgoutput)")
-	default:
-		return bad("cdc_backend", "is %q, want \"builtin\"", c.CDCBackend)
-	}
-	if c.ReplicationSlot != "" {
-		s.slot = c.ReplicationSlot
-	}
-	if !slotName.MatchString(s.slot) {
-		return bad("replication_slot", "is %q, want 1 to 63 characters of a-z, 0-9 and _", s.slot)
-	}
-	if c.Publication != "" {
-		s.publication = c.Publication
-	}
-	if !slotName.MatchString(s.publication) {
-		return bad("publication", "is %q, want 1 to 63 characters of a-z, 0-9 and _", s.publication)
-	}
-	switch strings.ToLower(c.Snapshot) {
-	case "", "initial":
-	case "never":
-		s.snapshot = false
-	default:
-		return bad("snapshot", "is %q, want \"initial\" or \"never\"", c.Snapshot)
-	}
-	s.replicaFull = c.ReplicaIdentityFull
-	if c.CaptureOperations != nil {
-		s.capture = map[string]bool{}
-		for i, op := range c.CaptureOperations {
-			op = strings.ToUpper(op)
-			switch op {
-			case "INSERT", "UPDATE", "DELETE", "TRUNCATE":
-				s.capture[op] = true
-			default:
-				return bad(fmt.Sprintf("capture_operations[%d]", i), "is %q, want INSERT, UPDATE, DELETE or TRUNCATE", c.CaptureOperations[i])
-			}
-		}
-	}
-	if s.customQuery != "" {
-		return bad("custom_query", "applies to polling mode only")
-	}
-	return nil
-}
-
-// offsetString accepts initial_offset as a string or a number.
-func offsetString(v any) (string, error) {
-	switch x := v.(type) {
-	case string:
-		return x, nil
-	case float64: // TOML integers arrive as float64; exact up to 2^53
-		return strconv.FormatFloat(x, 'f', -1, 64), nil
-	}
-	return "", fmt.Errorf("is %T, want a string or a number", v)
+	return s
 }
