@@ -50,7 +50,7 @@ func consumerKey(c wire.Consumer, g *group) offsetKey {
 
 func handlePoll(b *Broker, r *request) reply {
 	var req wire.PollMessages
-	if err := wire.Unmarshal(r.body, &req); err != nil {
+	if err := wire.DecodeRequest(r.body, &req); err != nil {
 		return emptyPoll(0, 0)
 	}
 	b.mu.RLock()

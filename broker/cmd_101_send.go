@@ -34,7 +34,7 @@ import (
 
 func handleSend(b *Broker, r *request) reply {
 	var req wire.SendMessages
-	if err := wire.Unmarshal(r.body, &req); err != nil {
+	if err := wire.DecodeRequest(r.body, &req); err != nil {
 		b.log.Debug("refusing a malformed send", "conn", r.c.id, "err", err)
 		return status(wire.ErrInvalidCommand.Code)
 	}

@@ -33,7 +33,7 @@ import (
 
 func handleGetConsumerOffset(b *Broker, r *request) reply {
 	var req wire.ConsumerOffsetRef
-	if err := wire.Unmarshal(r.body, &req); err != nil {
+	if err := wire.DecodeRequest(r.body, &req); err != nil {
 		return raw(nil)
 	}
 	b.mu.RLock()

@@ -208,7 +208,7 @@ func handleLeaveConsumerGroup(b *Broker, r *request) reply {
 
 func handleSyncConsumerGroup(b *Broker, r *request) reply {
 	var req wire.GroupRef
-	if err := wire.Unmarshal(r.body, &req); err != nil {
+	if err := wire.DecodeRequest(r.body, &req); err != nil {
 		return raw(nil)
 	}
 	b.mu.RLock()

@@ -183,9 +183,11 @@ func codeOf(err error) wire.Code {
 	return wire.ErrInvalidCommand.Code
 }
 
-// decode reads a request body; a failure is a status-3 denial.
+// decode reads a request body as upstream does: bytes after the fields the
+// request needs are ignored (wire.DecodeRequest), a field running past the
+// body or a bad identifier is a status-3 denial.
 func decode(r *request, v wire.Decodable) (reply, bool) {
-	if err := wire.Unmarshal(r.body, v); err != nil {
+	if err := wire.DecodeRequest(r.body, v); err != nil {
 		r.c.b.log.Debug("undecodable request body", "conn", r.c.id, "command", r.cmd(), "err", err)
 		return status(wire.ErrInvalidCommand.Code), false
 	}

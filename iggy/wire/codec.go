@@ -188,8 +188,23 @@ type Encodable interface {
 	AppendTo(b []byte) []byte
 }
 
-// Unmarshal decodes b into v and requires that v consumes all of b.
-// Payloads whose last field runs to the end of the body consume it themselves.
+// DecodeRequest decodes a request body into v the way the upstream server
+// does (WireDecode::decode_from in core/binary_protocol/src/codec.rs): v
+// reads the fields it needs and whatever follows them is ignored, so a
+// client that appends a field (the Node.js SDK sends delete_topic with a
+// trailing u32) is served. A field that runs past the body, a bad
+// identifier kind or length, or invalid UTF-8 still fails. Payloads whose
+// last field runs to the end of the body (options blocks, a send batch)
+// consume the rest themselves and judge it.
+func DecodeRequest(b []byte, v Decodable) error {
+	d := NewDecoder(b)
+	v.DecodeFrom(d)
+	return d.Err()
+}
+
+// Unmarshal decodes b into v and requires that v consumes all of b. Reply
+// decoders use it: a reply with trailing bytes is malformed. Payloads
+// whose last field runs to the end of the body consume it themselves.
 func Unmarshal(b []byte, v Decodable) error {
 	d := NewDecoder(b)
 	v.DecodeFrom(d)

@@ -1,8 +1,9 @@
 package wire
 
 // Request payloads. Each type documents the commands that use it; AppendTo
-// encodes it and DecodeFrom reads it (use Unmarshal to require that the
-// whole body is consumed).
+// encodes it and DecodeFrom reads it. A server decodes them with
+// DecodeRequest, which ignores bytes after the last field as upstream does;
+// Unmarshal requires that the whole body is consumed.
 
 // StreamRef is the body of get_stream (200), delete_stream (203),
 // purge_stream (205) and get_topics (301).

@@ -89,11 +89,11 @@ func (r *RegisterPAT) DecodeFrom(d *Decoder) {
 // not look at the command code. Exactly one of the results is non-nil.
 func DecodeRegisterBody(b []byte) (*Register, *RegisterPAT, error) {
 	var r Register
-	if err := Unmarshal(b, &r); err == nil {
+	if err := DecodeRequest(b, &r); err == nil {
 		return &r, nil, nil
 	}
 	var p RegisterPAT
-	if err := Unmarshal(b, &p); err != nil {
+	if err := DecodeRequest(b, &p); err != nil {
 		return nil, nil, fmt.Errorf("login body is neither a password nor a token login: %w", err)
 	}
 	return nil, &p, nil
