@@ -184,7 +184,7 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 	// Answers hide secrets; a configuration read, edited and sent back
 	// gets them again from the version it came from.
 	if old, err := p.Active(r.Context(), config.Kind(kind), key); err == nil {
-		config.Unredact(c, old)
+		config.UnredactBy(c, old, pluginSecrets(c))
 	}
 	if err := s.admit(kind, key, c); err != nil {
 		return err

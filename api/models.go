@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/runtime"
 )
 
@@ -75,7 +76,7 @@ func transforms(c *config.Connector) []transformInfo {
 	if c == nil {
 		return out
 	}
-	for _, t := range c.Redacted().Transforms {
+	for _, t := range redacted(c).Transforms {
 		cfg := t.Config
 		if cfg == nil {
 			cfg = map[string]any{"enabled": t.Enabled}
@@ -85,9 +86,24 @@ func transforms(c *config.Connector) []transformInfo {
 	return out
 }
 
+// redacted is c for an answer: the plugin_config fields its connector's
+// spec marks secret are redacted, or, for a connector that declares no
+// spec (or none of the built-ins in connector.Default), the keys that
+// look secret.
+func redacted(c *config.Connector) *config.Connector { return c.RedactedBy(pluginSecrets(c)) }
+
+// pluginSecrets says which plugin_config keys of c are secret, by its
+// connector's spec; nil when there is none.
+func pluginSecrets(c *config.Connector) func(key string) bool {
+	if info, ok := connector.Default.Lookup(connector.Kind(c.Type), c.Path); ok && info.Spec != nil {
+		return info.Spec.Secret
+	}
+	return nil
+}
+
 // field returns one field of a connector in upstream's JSON shape.
 func field(c *config.Connector, name string) (json.RawMessage, error) {
-	data, err := json.Marshal(c.Redacted())
+	data, err := json.Marshal(redacted(c))
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %q: %w", c.Type, c.Key, err)
 	}
@@ -116,7 +132,7 @@ type configVersion struct {
 }
 
 func (v configVersion) MarshalJSON() ([]byte, error) {
-	data, err := json.Marshal(v.c.Redacted())
+	data, err := json.Marshal(redacted(v.c))
 	if err != nil {
 		return nil, err
 	}

@@ -356,11 +356,20 @@ func RedactText(s string) string {
 // transform values whose keys look secret (password, token, api_key,
 // Authorization, ...) become Redacted, and credentials inside URLs and
 // DSNs are hidden, whether they came from a file or from an
-// IGGY_CONNECTORS_*_PLUGIN_CONFIG_* variable. c is not changed.
-func (c *Connector) Redacted() *Connector {
+// IGGY_CONNECTORS_*_PLUGIN_CONFIG_* variable. c is not changed. For a
+// connector that declares its settings, use RedactedBy with its spec.
+func (c *Connector) Redacted() *Connector { return c.RedactedBy(nil) }
+
+// RedactedBy is Redacted for a connector whose spec says which
+// plugin_config keys are secret: secret reports it for a key path within
+// the table ("password", "headers.Authorization"; connector.Spec.Secret),
+// and exactly those values become Redacted (credentials inside URLs and
+// DSNs are still hidden). A nil secret guesses by key name, as Redacted.
+// Transforms are always guessed.
+func (c *Connector) RedactedBy(secret func(key string) bool) *Connector {
 	out := *c
 	if c.PluginConfig != nil {
-		out.PluginConfig = redactPlain(c.PluginConfig, false).(map[string]any)
+		out.PluginConfig = redactBySpec(c.PluginConfig, path{}, secret).(map[string]any)
 	}
 	out.Transforms = make([]Transform, len(c.Transforms))
 	for i, t := range c.Transforms {
@@ -372,18 +381,56 @@ func (c *Connector) Redacted() *Connector {
 	return &out
 }
 
+// redactBySpec redacts the value at p of a plugin_config: by secret when
+// it is not nil, else by guessing.
+func redactBySpec(v any, p path, secret func(string) bool) any {
+	if secret == nil {
+		return redactPlain(v, false)
+	}
+	if len(p) > 0 && secret(p.String()) {
+		return redactPlain(v, true)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = redactBySpec(e, p.key(k), secret)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactBySpec(e, p.index(i), secret)
+		}
+		return out
+	case string:
+		return redactString(x)
+	case EnvValue:
+		return redactBySpec(x.Inferred, p, secret)
+	}
+	return v
+}
+
 // Unredact undoes, in a configuration sent back to the API, what
 // Redacted hid: every string value of plugin_config and transforms that
 // equals the redacted form of the value at the same place in old (the
 // version it was read from) takes old's value again, so a client can read
 // a configuration, change one field and store it without knowing the
 // secrets. Values the client did change are kept as sent.
-func Unredact(c, old *Connector) {
+func Unredact(c, old *Connector) { UnredactBy(c, old, nil) }
+
+// UnredactBy is Unredact for a connector whose spec says which
+// plugin_config keys are secret (see RedactedBy); nil guesses.
+func UnredactBy(c, old *Connector, secret func(key string) bool) {
 	if old == nil {
 		return
 	}
 	if c.PluginConfig != nil && old.PluginConfig != nil {
-		unredactMap(c.PluginConfig, old.PluginConfig, false)
+		if secret == nil {
+			unredactMap(c.PluginConfig, old.PluginConfig, false)
+		} else {
+			unredactBySpec(c.PluginConfig, old.PluginConfig, path{}, secret)
+		}
 	}
 	for i := range c.Transforms {
 		for _, o := range old.Transforms {
@@ -392,6 +439,32 @@ func Unredact(c, old *Connector) {
 			}
 		}
 	}
+}
+
+// unredactBySpec gives v, at p, old's value again where v is old's
+// redacted form.
+func unredactBySpec(v, old any, p path, secret func(string) bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if o, ok := old.(map[string]any); ok {
+			for k := range x {
+				if ov, ok := o[k]; ok {
+					x[k] = unredactBySpec(x[k], ov, p.key(k), secret)
+				}
+			}
+		}
+	case []any:
+		if o, ok := old.([]any); ok && len(o) == len(x) {
+			for i := range x {
+				x[i] = unredactBySpec(x[i], o[i], p.index(i), secret)
+			}
+		}
+	case string:
+		if redactBySpec(old, p, secret) == any(x) && old != any(x) {
+			return old
+		}
+	}
+	return v
 }
 
 func unredactMap(m, old map[string]any, secret bool) {

@@ -10,9 +10,11 @@ import (
 )
 
 // Admit checks that the runtime could run c, without running it: its
-// path names a connector of its kind, its transforms and stream schemas
-// build, and the connector's constructor accepts its plugin_config
-// (including the files it names: see connector.Paths). The API calls it
+// path names a connector of its kind, its plugin_config passes the
+// connector's spec (every problem at once, each with its file, line and
+// key: connector.Spec.Parse), its transforms and stream schemas build,
+// and the connector's constructor accepts the configuration (including
+// the files it names: see connector.Paths). The API calls it
 // before it stores, activates or restarts a configuration, so that no way
 // in loads a connector that creating it would refuse.
 func (r *Runtime) Admit(c *config.Connector) error {
@@ -20,6 +22,12 @@ func (r *Runtime) Admit(c *config.Connector) error {
 	info, ok := r.opts.Registry.Lookup(kind, c.Path)
 	if !ok {
 		return fmt.Errorf("path %q names no %s connector (built in: %s)", c.Path, kind, names(r.opts.Registry, kind))
+	}
+	cc := r.connectorConfig(c, slog.New(slog.DiscardHandler))
+	if info.Spec != nil {
+		if err := info.Spec.Check(cc.Plugin); err != nil {
+			return err
+		}
 	}
 	if _, err := transform.Build(transformSpecs(c)); err != nil {
 		return err
@@ -37,7 +45,6 @@ func (r *Runtime) Admit(c *config.Connector) error {
 			}
 		}
 	}
-	cc := r.connectorConfig(c, slog.New(slog.DiscardHandler))
 	return safely(func() error {
 		var err error
 		if kind == connector.KindSource {
