@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // Client is a connection to an Iggy server speaking protocol 0.11 over
@@ -272,7 +272,7 @@ func (c *Client) heartbeat() {
 // reconnect redials with capped exponential backoff and jitter until it
 // succeeds, the client closes, or the failure is one retrying cannot fix.
 func (c *Client) reconnect() {
-	backoff := c.cfg.backoffMin
+	retry := backoff.Backoff{Min: c.cfg.backoffMin, Max: c.cfg.backoffMax, Jitter: 0.2}
 	for attempt := 1; ; attempt++ {
 		if c.ctx.Err() != nil {
 			return
@@ -294,22 +294,12 @@ func (c *Client) reconnect() {
 			c.mu.Unlock()
 			return
 		}
-		wait := jitter(backoff)
+		wait := retry.Next()
 		c.log.Warn("iggy: reconnect failed", "attempt", attempt, "retry_in", wait, "error", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
+		if backoff.Sleep(c.ctx, wait) != nil {
 			return
 		}
-		backoff = min(backoff*2, c.cfg.backoffMax)
 	}
-}
-
-// jitter spreads d by ±20%.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
 }
 
 // acquire returns the current connection, waiting for a reconnect while

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 const maxFrameSize = wire.MaxFrameSize
@@ -185,12 +186,8 @@ func (c *conn) roundTrip(ctx context.Context, cmd wire.Command, body encoder) ([
 				return nil, newError(cmd, code)
 			}
 			// Replay the same frame, same request id, after a pause.
-			t := time.NewTimer(c.cfg.replayDelay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, fmt.Errorf("iggy: %s: %w (while replaying a transient reply)", cmd, ctx.Err())
+			if err := backoff.Sleep(ctx, c.cfg.replayDelay); err != nil {
+				return nil, fmt.Errorf("iggy: %s: %w (while replaying a transient reply)", cmd, err)
 			}
 		default:
 			return nil, newError(cmd, code)

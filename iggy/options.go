@@ -209,7 +209,8 @@ func WithHeartbeat(interval time.Duration) Option {
 }
 
 // WithReconnect sets the backoff between reconnect attempts: it starts at
-// min, doubles on each failure up to max, with ±20% jitter. Reconnecting
+// min, doubles on each failure up to max, and each wait is drawn from
+// [0.8, 1] of that (jitter), so it never exceeds max. Reconnecting
 // is on by default with min 100ms and max 5s.
 func WithReconnect(min, max time.Duration) Option {
 	return optionFunc(func(c *config) { c.reconnect, c.backoffMin, c.backoffMax = true, min, max })

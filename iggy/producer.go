@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // Producer batches messages for one topic and sends them in the
@@ -399,7 +400,7 @@ func (p *Producer) sendBatch(r route, batch []Message) error {
 	if !r.balanced {
 		part = ToPartition(r.partition)
 	}
-	backoff := 100 * time.Millisecond
+	retry := backoff.Backoff{Min: 100 * time.Millisecond, Max: 2 * time.Second}
 	for attempt := 0; ; attempt++ {
 		if p.ctx.Err() != nil {
 			return fmt.Errorf("iggy: producer: %w before the batch was sent", ErrClosed)
@@ -413,13 +414,8 @@ func (p *Producer) sendBatch(r route, batch []Message) error {
 			}
 			return err
 		}
-		p.c.log.Warn("iggy: producer batch failed, retrying", "attempt", attempt+1, "retry_in", backoff, "error", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-p.ctx.Done():
-			t.Stop()
-		}
-		backoff = min(backoff*2, 2*time.Second)
+		wait := retry.Next()
+		p.c.log.Warn("iggy: producer batch failed, retrying", "attempt", attempt+1, "retry_in", wait, "error", err)
+		_ = backoff.Sleep(p.ctx, wait) // a close is seen at the top of the loop
 	}
 }
