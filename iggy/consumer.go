@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // GroupConsumer reads a topic as one member of a consumer group. The
@@ -253,16 +254,7 @@ func (g *GroupConsumer) isClosed() bool {
 }
 
 func (g *GroupConsumer) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-g.closing:
-		return ErrClosed
-	}
+	return backoff.SleepOr(ctx, d, g.closing, ErrClosed)
 }
 
 // ensure joins (after a reconnect too) and re-syncs when due, and returns

@@ -1,7 +1,8 @@
 // Package backoff is Ferry's one retry schedule: wait Min after the first
 // failure, then Factor times longer after each further one, never more
 // than Max, optionally spread by jitter, and start again at Min after a
-// success (Reset). Sleep is its one context-aware sleep.
+// success (Reset). Sleep is Ferry's one sleep that ends with a context
+// (SleepOr also with a stop channel).
 //
 // A retry loop keeps its own decisions (which errors are worth another
 // try, how many tries, what to log, a Retry-After that replaces the
@@ -99,9 +100,22 @@ func (b *Backoff) jitter(d time.Duration) time.Duration {
 // Sleep waits for d or until ctx ends, and returns ctx.Err() if ctx ended
 // first (or had already ended), nil otherwise. A d of 0 or less does not
 // wait.
-func Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil || d <= 0 {
+func Sleep(ctx context.Context, d time.Duration) error { return SleepOr(ctx, d, nil, nil) }
+
+// SleepOr is Sleep that also ends when stop is closed, returning stopErr
+// then: for a caller whose Close is a channel rather than a context. A nil
+// stop is never closed.
+func SleepOr(ctx context.Context, d time.Duration, stop <-chan struct{}, stopErr error) error {
+	if err := ctx.Err(); err != nil {
 		return err
+	}
+	select {
+	case <-stop:
+		return stopErr
+	default:
+	}
+	if d <= 0 {
+		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -110,5 +124,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-stop:
+		return stopErr
 	}
 }

@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -95,6 +96,31 @@ func TestWaitReturnsAtOnceOnACancelledContext(t *testing.T) {
 	require.ErrorIs(t, b.Wait(dctx), context.DeadlineExceeded)
 	require.NoError(t, Sleep(context.Background(), 0))
 	require.NoError(t, Sleep(context.Background(), -time.Second))
+}
+
+func TestSleepOrEndsWhenStopCloses(t *testing.T) {
+	t.Parallel()
+	errStopped := errors.New("stopped")
+	stop := make(chan struct{})
+	close(stop)
+	require.ErrorIs(t, SleepOr(context.Background(), time.Hour, stop, errStopped), errStopped)
+	require.ErrorIs(t, SleepOr(context.Background(), 0, stop, errStopped), errStopped)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, SleepOr(ctx, time.Hour, stop, errStopped), context.Canceled, "the context first")
+
+	synctest.Test(t, func(t *testing.T) {
+		stop := make(chan struct{})
+		start := time.Now()
+		require.NoError(t, SleepOr(context.Background(), time.Second, stop, errStopped))
+		require.Equal(t, time.Second, time.Since(start))
+		done := make(chan error, 1)
+		go func() { done <- SleepOr(context.Background(), time.Hour, stop, errStopped) }()
+		synctest.Wait()
+		close(stop)
+		require.ErrorIs(t, <-done, errStopped)
+		require.Equal(t, time.Second, time.Since(start), "returned when stopped")
+	})
 }
 
 func TestWaitSleepsTheScheduleOrUntilCancelled(t *testing.T) {
