@@ -192,6 +192,7 @@ func newConnectorsCmd() *cobra.Command {
 	}
 	restart.Flags().StringVar(&kind, "kind", "", `"source" or "sink", when both have the key`)
 	cmd.AddCommand(restart)
+	cmd.AddCommand(newConnectorsListCmd(), newConnectorsDescribeCmd())
 	return cmd
 }
 
