@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // findTopic reads the topic, looking again (cfg.initRetries times,
@@ -60,16 +61,7 @@ func findPartition(td *iggy.TopicDetails, id uint32) (*iggy.PartitionInfo, error
 
 // sleep waits d, or until ctx ends or stop is closed (stop may be nil).
 func sleep(ctx context.Context, stop <-chan struct{}, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-stop:
-		return iggy.ErrClosed
-	}
+	return backoff.SleepOr(ctx, d, stop, iggy.ErrClosed)
 }
 
 // retryOrFail handles a failed poll: with no retry interval it returns
