@@ -166,7 +166,9 @@ func trailingCases() []trailingCase {
 		{cmd: wire.CmdStoreConsumerOffset, body: func(f *trailingFixture) []byte { return wire.Marshal(f.storeOffset()) }},
 		{cmd: wire.CmdDeleteConsumerOffset, body: func(f *trailingFixture) []byte {
 			return wire.Marshal(&wire.DeleteConsumerOffset{ConsumerOffsetRef: f.offsetRef(), Ack: wire.AckQuorum})
-		}, between: func(t *testing.T, f *trailingFixture) { ok(t, do(t, f.c, wire.CmdStoreConsumerOffset, f.storeOffset())) }},
+		}, between: func(t *testing.T, f *trailingFixture) {
+			ok(t, do(t, f.c, wire.CmdStoreConsumerOffset, f.storeOffset()))
+		}},
 		{cmd: wire.CmdGetStream, body: func(f *trailingFixture) []byte { return wire.Marshal(&wire.StreamRef{Stream: f.s}) }},
 		{cmd: wire.CmdGetStreams},
 		{cmd: wire.CmdDeleteStream, body: enc(&wire.StreamRef{Stream: wire.NamedID("s1")}), again: enc(&wire.StreamRef{Stream: wire.NamedID("s2")})},
@@ -308,7 +310,9 @@ func TestTrailingBytesUpstreamRejects(t *testing.T) {
 	c := f.c
 	for cmd, body := range map[wire.Command]func(name string) []byte{
 		wire.CmdCreateStream: func(n string) []byte { return wire.Marshal(&wire.CreateStream{Name: "cs" + n}) },
-		wire.CmdUpdateStream: func(n string) []byte { return wire.Marshal(&wire.UpdateStream{Stream: wire.NamedID("s1"), Name: "us" + n}) },
+		wire.CmdUpdateStream: func(n string) []byte {
+			return wire.Marshal(&wire.UpdateStream{Stream: wire.NamedID("s1"), Name: "us" + n})
+		},
 		wire.CmdCreateTopic: func(n string) []byte {
 			return wire.Marshal(&wire.CreateTopic{Stream: f.s, PartitionsCount: 1, Name: "ct" + n})
 		},
@@ -322,7 +326,7 @@ func TestTrailingBytesUpstreamRejects(t *testing.T) {
 		denied(t, do(t, c, cmd, append(body("2"), junk...)), wire.ErrInvalidCommand.Code)
 	}
 
-	pastBody := []byte{2, 10, 's'}       // a name 10 bytes long, 1 byte there
+	pastBody := []byte{2, 10, 's'}        // a name 10 bytes long, 1 byte there
 	badKind := []byte{3, 1, 's', 1, 4, 0} // identifier kind 3
 	// Bodies that do not start with an identifier or a consumer, cut short.
 	notIDLed := map[wire.Command][]byte{
