@@ -236,7 +236,9 @@ type envText interface {
 
 // parse reads v, the value at key, as f; problems go to c.
 func (f *Field) parse(c *checker, key string, v any) (any, bool) {
+	fromEnv := c.pc.Vars[key] != ""
 	if e, ok := v.(envText); ok {
+		fromEnv = true
 		raw, inferred := e.EnvText()
 		switch f.Type {
 		case TypeList:
@@ -257,15 +259,18 @@ func (f *Field) parse(c *checker, key string, v any) (any, bool) {
 		}
 		return describe(v)
 	}
-	fromEnv := c.pc.Vars[key] != ""
 	switch f.Type {
 	case TypeString:
 		switch x := v.(type) {
 		case string:
 			return f.checked(c, key, x)
-		case int64, float64:
+		case int64:
 			if f.Numbers {
-				return f.checked(c, key, fmt.Sprint(x))
+				return f.checked(c, key, strconv.FormatInt(x, 10))
+			}
+		case float64:
+			if f.Numbers {
+				return f.checked(c, key, strconv.FormatFloat(x, 'f', -1, 64))
 			}
 		}
 		return bad("expected %s, got %s", f.expectation(), got())
