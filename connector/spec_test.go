@@ -19,7 +19,7 @@ var testSpec = NewSpec(
 	NewStringField("name").WithDefault("x"),
 	NewIntField("n").Between(1, 9).WithDefault(3),
 	NewDurationField("every").WithDefault(time.Second),
-	NewSizeField("max").WithDefault(int64(1 << 20)),
+	NewSizeField("max").WithDefault(int64(1<<20)),
 	NewEnumField("mode", "fast", "slow").WithAliases(map[string]string{"quick": "fast"}).WithDefault("fast"),
 	NewStringListField("tags"),
 	NewMapField("headers", NewStringField("")).AsSecret(),

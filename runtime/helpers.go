@@ -47,7 +47,7 @@ func (r *Runtime) connectorConfig(c *config.Connector, log *slog.Logger) connect
 		Key: c.Key, Name: c.Name, Verbose: c.Verbose, Logger: log,
 		Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: c.File,
 			Lines: c.PluginConfigLines, Vars: c.PluginConfigVars},
-		Paths:  r.paths(),
+		Paths: r.paths(),
 	}
 }
 
