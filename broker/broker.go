@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ferryhq/ferry/internal/backoff"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Broker is a running embedded Iggy server. Build one with Start; it
@@ -55,6 +57,10 @@ type Broker struct {
 	rootUserSum, rootPassSum [sha256.Size]byte
 
 	controls controls
+
+	registry    *prometheus.Registry // the broker's own (metrics.go)
+	metricsSrv  *http.Server         // nil without Config.MetricsAddr
+	metricsAddr string
 }
 
 // Start validates cfg, recovers DataDir if set, listens on cfg.Addr and
@@ -99,13 +105,37 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	b.ln = ln
+	b.registry = newRegistry(b)
+	var mln net.Listener
+	if cfg.MetricsAddr != "" {
+		if mln, err = lc.Listen(ctx, "tcp", cfg.MetricsAddr); err != nil {
+			cancel()
+			ln.Close()
+			b.closeLogs()
+			if b.dirLock != nil {
+				b.dirLock.Close()
+			}
+			return nil, fmt.Errorf("broker: listen for metrics on %s: %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", b.MetricsHandler())
+		b.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelWarn)}
+		b.metricsAddr = mln.Addr().String()
+	}
 	b.goroutine(b.acceptLoop)
 	b.goroutine(b.janitor)
 	b.goroutine(b.retentionLoop)
 	if cfg.DataDir != "" && cfg.Fsync == FsyncInterval {
 		b.goroutine(b.fsyncLoop)
 	}
-	b.log.Info("broker listening", "addr", b.addr, "tls", cfg.TLS != nil, "data_dir", cfg.DataDir)
+	if b.metricsSrv != nil {
+		b.goroutine(func() {
+			if err := b.metricsSrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				b.log.Error("metrics listener failed", "addr", b.metricsAddr, "err", err)
+			}
+		})
+	}
+	b.log.Info("broker listening", "addr", b.addr, "tls", cfg.TLS != nil, "data_dir", cfg.DataDir, "metrics", b.metricsAddr)
 	return b, nil
 }
 
@@ -121,6 +151,11 @@ func (b *Broker) Close() error {
 		errs := []error{}
 		if err := b.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, fmt.Errorf("close listener: %w", err))
+		}
+		if b.metricsSrv != nil {
+			if err := b.metricsSrv.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close metrics listener: %w", err))
+			}
 		}
 		b.connsMu.Lock()
 		b.closing = true

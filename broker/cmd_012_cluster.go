@@ -2,8 +2,10 @@ package broker
 
 // get_cluster_metadata (12): cluster "single-node" with one node,
 // "iggy-node", the healthy leader, at the broker's real listen address
-// (an unspecified listen IP is advertised as 127.0.0.1). Other transports
-// are reported as disabled (port 0). Before login the dispatcher answers
+// (an unspecified listen IP is advertised as 127.0.0.1), with the TCP port
+// it listens on (TLS or not). Upstream advertises the port of every
+// listener it runs and 0 for a disabled one; the broker serves only TCP,
+// so QUIC, HTTP and WebSocket are 0. Before login the dispatcher answers
 // status 40 like every NonReplicated code but ping.
 
 import (

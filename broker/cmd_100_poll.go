@@ -105,6 +105,7 @@ func handlePoll(b *Broker, r *request) reply {
 	body, n, first := trimRecords(body, start)
 	binary.LittleEndian.PutUint32(body[12:], n)
 	if n > 0 {
+		p.topic.traffic.out(n, len(body)-16)
 		last := first + uint64(n) - 1
 		if g != nil {
 			if prev, ok := g.polled[p.id]; !ok || prev < last {

@@ -69,6 +69,7 @@ func handleSend(b *Broker, r *request) reply {
 		}
 		return b.appendFailed(err)
 	}
+	p.topic.traffic.in(req.Count, len(req.Batch))
 	return rawOf(&wire.SendReply{{Stream: sid, Topic: tid, Partition: p.id, BaseOffset: base}})
 }
 

@@ -66,6 +66,12 @@ type Config struct {
 	RootUsername, RootPassword string
 	// TLS, when set, serves TLS on Addr instead of plain TCP.
 	TLS *tls.Config
+	// MetricsAddr, when set, is the TCP address of an HTTP listener that
+	// serves the broker's Prometheus metrics at /metrics (plain HTTP, no
+	// authentication: bind it to a trusted interface). "127.0.0.1:0"
+	// picks a free port; Broker.MetricsAddr reports it. Default "": none
+	// (Broker.MetricsHandler still serves them).
+	MetricsAddr string
 	// Fsync is the server-wide flush policy; default FsyncInterval.
 	Fsync FsyncPolicy
 	// FsyncInterval is the period of FsyncInterval; default 1s.

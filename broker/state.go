@@ -33,6 +33,7 @@ type topic struct {
 	groups    map[uint32]*group
 	nextGroup uint32        // group ids are monotonic per topic
 	rr        atomic.Uint64 // balanced-partitioning cursor
+	traffic   traffic       // messages and bytes in and out, for metrics
 }
 
 // partition is one partition of a topic. Its log is safe for one appender

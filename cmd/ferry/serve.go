@@ -1,19 +1,94 @@
 package main
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/ferryhq/ferry/broker"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
+
+// Upstream's environment names for the TCP listener and its TLS, from the
+// [tcp] and [tcp.tls] sections of the server's config.toml (any key is
+// IGGY_<SECTION>_<KEY>). A flag given on the command line wins.
+const (
+	envTCPAddress     = "IGGY_TCP_ADDRESS"
+	envTCPTLSEnabled  = "IGGY_TCP_TLS_ENABLED"
+	envTCPTLSCertFile = "IGGY_TCP_TLS_CERT_FILE"
+	envTCPTLSKeyFile  = "IGGY_TCP_TLS_KEY_FILE"
+)
+
+// serveListener is the TCP listener part of ferry serve's configuration.
+type serveListener struct {
+	addr              string
+	tlsCert, tlsKey   string
+	warnings          []string // environment settings that have no effect
+	tlsFromFlags, tls bool
+}
+
+// resolveListener merges the --addr, --tls-cert and --tls-key flags with
+// upstream's environment names: a flag given wins over its variable; the
+// certificate and key variables count only with IGGY_TCP_TLS_ENABLED true,
+// as upstream reads them only then ([tcp.tls] enabled defaults to false).
+// Either flag turns TLS on. TLS needs both files.
+func resolveListener(f *pflag.FlagSet, addr, cert, key string, getenv func(string) string) (serveListener, error) {
+	l := serveListener{addr: addr, tlsCert: cert, tlsKey: key}
+	if v := getenv(envTCPAddress); v != "" && !f.Changed("addr") {
+		l.addr = v
+	}
+	l.tlsFromFlags = f.Changed("tls-cert") || f.Changed("tls-key")
+	enabled := false
+	if v := getenv(envTCPTLSEnabled); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return l, usageError{fmt.Errorf("%s=%q: want true or false", envTCPTLSEnabled, v)}
+		}
+		enabled = on
+	}
+	envCert, envKey := getenv(envTCPTLSCertFile), getenv(envTCPTLSKeyFile)
+	if enabled {
+		if !f.Changed("tls-cert") {
+			l.tlsCert = envCert
+		}
+		if !f.Changed("tls-key") {
+			l.tlsKey = envKey
+		}
+	} else if !l.tlsFromFlags && (envCert != "" || envKey != "") {
+		l.warnings = append(l.warnings, fmt.Sprintf("%s or %s is set but %s is not true: serving plain TCP, as upstream does",
+			envTCPTLSCertFile, envTCPTLSKeyFile, envTCPTLSEnabled))
+	}
+	l.tls = enabled || l.tlsFromFlags
+	if l.tls && (l.tlsCert == "" || l.tlsKey == "") {
+		return l, usageError{errors.New("TLS needs a certificate and a key: --tls-cert and --tls-key (or " +
+			envTCPTLSCertFile + " and " + envTCPTLSKeyFile + " with " + envTCPTLSEnabled + "=true)")}
+	}
+	return l, nil
+}
+
+// tlsConfig loads the listener's certificate and key (PEM), or returns nil
+// without TLS.
+func (l serveListener) tlsConfig() (*tls.Config, error) {
+	if !l.tls {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(l.tlsCert, l.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the TLS certificate %s and key %s: %w", l.tlsCert, l.tlsKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
 
 func newServeCmd() *cobra.Command {
 	var (
 		addr, dataDir, fsync        string
+		tlsCert, tlsKey, metrics    string
 		fsyncInterval, loginTimeout time.Duration
 		maxConns, maxUnauthConns    int
 		jsonLogs, verbose           bool
@@ -24,7 +99,11 @@ func newServeCmd() *cobra.Command {
 		Long: `Run Ferry's embedded broker: it speaks Apache Iggy's binary protocol 0.11
 over TCP, so the Iggy CLI, the official SDKs and ferry's own commands can use it.
 
-The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/iggy).`,
+The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/iggy).
+
+Upstream's environment names configure the TCP listener too: IGGY_TCP_ADDRESS,
+and with IGGY_TCP_TLS_ENABLED=true, IGGY_TCP_TLS_CERT_FILE and IGGY_TCP_TLS_KEY_FILE.
+A flag given on the command line wins over its variable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -39,8 +118,21 @@ The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/i
 			if !cmd.Flags().Changed("max-unauth-conns") {
 				maxUnauthConns = 0 // the broker's default: 1000, or --max-conns if smaller
 			}
+			l, err := resolveListener(cmd.Flags(), addr, tlsCert, tlsKey, os.Getenv)
+			if err != nil {
+				return err
+			}
+			for _, w := range l.warnings {
+				log.Warn(w)
+			}
+			tlsCfg, err := l.tlsConfig()
+			if err != nil {
+				return err
+			}
 			b, err := broker.Start(cmd.Context(), broker.Config{
-				Addr:           addr,
+				Addr:           l.addr,
+				TLS:            tlsCfg,
+				MetricsAddr:    metrics,
 				DataDir:        dataDir,
 				Fsync:          policy,
 				FsyncInterval:  fsyncInterval,
@@ -52,15 +144,24 @@ The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/i
 			if err != nil {
 				return err
 			}
-			log.Info("broker listening", "addr", b.Addr(), "data_dir", dataDir)
-			fmt.Fprintf(cmd.OutOrStdout(), "ferry broker listening on %s (data: %s)\n", b.Addr(), orMemory(dataDir))
+			withTLS := ""
+			if l.tls {
+				withTLS = " with TLS"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ferry broker listening on %s%s (data: %s)\n", b.Addr(), withTLS, orMemory(dataDir))
+			if b.MetricsAddr() != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics at http://%s/metrics\n", b.MetricsAddr())
+			}
 			<-cmd.Context().Done()
 			log.Info("shutting down")
 			return b.Close()
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:8090", "TCP address to listen on")
+	f.StringVar(&addr, "addr", "127.0.0.1:8090", "TCP address to listen on (environment: "+envTCPAddress+")")
+	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with; needs --tls-key (environment: "+envTCPTLSCertFile+")")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert (environment: "+envTCPTLSKeyFile+")")
+	f.StringVar(&metrics, "metrics-addr", "", `HTTP address to serve Prometheus metrics on at /metrics, e.g. 127.0.0.1:9090 ("" = off)`)
 	f.StringVar(&dataDir, "data-dir", defaultDataDir(), `directory for streams, topics and messages ("" keeps everything in memory)`)
 	f.StringVar(&fsync, "fsync", "interval", "when to fsync partition logs: always, interval or never (topics with enforce_fsync always fsync)")
 	f.DurationVar(&fsyncInterval, "fsync-interval", time.Second, "fsync period for --fsync=interval")
