@@ -189,6 +189,13 @@ func TestServeTLSWithCAFile(t *testing.T) {
 	require.Equal(t, "c", string(got.Messages[2].Payload))
 	require.Equal(t, 3.0, sample(t, s.metrics, out))
 	require.Greater(t, sample(t, s.metrics, `iggy_broker_bytes_out_total{stream="s",topic="t"}`), 0.0)
+
+	// Ferry's own commands, as the README shows them.
+	polled, err := ferry(t, "", "message", "poll", "s", "t", "0", "--first", "--count", "3",
+		"--address="+s.addr, "--tls-ca-file="+pki.caFile, "--tls-domain=localhost")
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(polled), "\n"), 3, polled)
+	require.Equal(t, 6.0, sample(t, s.metrics, out))
 }
 
 // TestServeFromUpstreamEnvironment: IGGY_TCP_ADDRESS and the
