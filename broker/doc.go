@@ -7,7 +7,8 @@
 // It owns sessions and request-id deduplication, streams, topics,
 // partitions, consumer groups and their assignment, consumer offsets,
 // PATs, the metadata file and the offsets journals, retention, and fault
-// injection (Broker.Control). Partition logs belong to package
+// injection (Broker.Control), and Prometheus metrics (Broker.MetricsHandler,
+// Config.MetricsAddr; metrics.go). Partition logs belong to package
 // broker/storage; frames and payloads to package iggy/wire.
 //
 // # Behaviour
@@ -15,6 +16,11 @@
 // The broker follows the protocol fact sheet (shared notes,
 // iggy-protocol.md); each cmd_*.go file opens with the behaviour of its
 // commands, dispatch.go holds the session rules and the dispatch tables.
+// Request bodies are decoded as upstream decodes them (wire.DecodeRequest,
+// upstream's decode_from): the fields a command needs are read and bytes
+// after them ignored; a field that runs past the body or a bad identifier
+// is status 3. Options blocks and the send batch run to the end of the
+// body, so bytes after them are part of them and fail their checks.
 // Deviations from the upstream server, all deliberate:
 //
 //   - A send whose batch fails its checks (checksums, layout, reserved
