@@ -168,6 +168,14 @@ func (p *poller) pollTable(ctx context.Context, table string, next map[string]cu
 	}
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
+	if len(fields) == 0 {
+		// A query that failed (or whose context ended) before its first
+		// row has no fields: say why, not that a column is missing.
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("poll %s: %w", describeTarget(table), err)
+		}
+	}
 	trk, pk, payload := -1, -1, -1
 	cols := make([]column, len(fields))
 	for i, f := range fields {

@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/connectortest"
+)
+
+func TestPollingSourceConformance(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	db.exec(`CREATE TABLE conf_items (id bigint PRIMARY KEY, body text)`)
+	var mu sync.Mutex
+	n := 0
+	connectortest.Source(t, connectortest.SourceSuite{
+		New: func(t *testing.T) connector.Source {
+			s, err := NewSource(connector.Config{Key: "pg", Plugin: connector.PluginConfig{Source: "pg.toml", Values: map[string]any{
+				"connection_string": db.dsn, "mode": "polling", "tables": []any{"conf_items"},
+				"poll_interval": "20ms", "batch_size": int64(5), "include_metadata": false}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Add: func(t *testing.T, count int) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			var want []string
+			for range count {
+				n++
+				db.exec(`INSERT INTO conf_items VALUES ($1, $2)`, n, fmt.Sprintf("row %d", n))
+				want = append(want, fmt.Sprintf(`{"id":%d,"body":"row %d"}`, n, n))
+			}
+			return want
+		},
+		StableIDs: true,
+	})
+}
+
+func TestSinkConformance(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	connectortest.Sink(t, connectortest.SinkSuite{
+		New: func(t *testing.T) connector.Sink {
+			s, err := NewSink(connector.Config{Key: "pg", Plugin: connector.PluginConfig{Source: "pg.toml", Values: map[string]any{
+				"connection_string": db.dsn, "target_table": "conf_rows", "auto_create_table": true, "payload_format": "text"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Read: func(t *testing.T) []string {
+			rows, err := db.pool.Query(context.Background(), `SELECT payload::text FROM conf_rows ORDER BY iggy_offset`)
+			if err != nil {
+				return nil // not created yet
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var p string
+				if err := rows.Scan(&p); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, p)
+			}
+			return out
+		},
+		Idempotent: true,
+		Poison:     []byte("a NUL \x00 byte, which a text column refuses"),
+	})
+}
