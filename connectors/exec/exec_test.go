@@ -24,7 +24,7 @@ import (
 
 // newSink builds an exec sink with plugin_config values, working in dir,
 // logging into logs (when not nil).
-func newSink(t *testing.T, dir string, values map[string]any, logs *syncBuffer) connector.Sink {
+func newSink(t *testing.T, dir string, values map[string]any, logs *connectortest.Output) connector.Sink {
 	t.Helper()
 	if _, ok := values["working_dir"]; !ok {
 		values["working_dir"] = dir
@@ -150,7 +150,7 @@ func TestVariablesEnvironmentAndDirectory(t *testing.T) {
 func TestFailuresNameTheirMessages(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &connectortest.Output{}
 	s := newSink(t, dir, map[string]any{
 		"command": `if [ {payload} = bad ]; then echo "cannot handle it" >&2; exit 3; fi; echo {payload} >> done`,
 	}, logs)
@@ -267,7 +267,7 @@ func TestUnorderedRunsABatchInParallel(t *testing.T) {
 func TestOutputIsLoggedAndBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &connectortest.Output{}
 	s := newSink(t, dir, map[string]any{
 		"command":      `i=0; while [ $i -lt 1000 ]; do printf 0123456789; i=$((i+1)); done; echo to-stderr >&2`,
 		"output_limit": 100,
@@ -279,7 +279,7 @@ func TestOutputIsLoggedAndBounded(t *testing.T) {
 	require.NotContains(t, out, strings.Repeat("0123456789", 11))
 	require.Contains(t, out, "stderr=\"to-stderr\\n\"")
 
-	quiet := &syncBuffer{}
+	quiet := &connectortest.Output{}
 	require.NoError(t, consume(t, newSink(t, dir, map[string]any{"command": "true"}, quiet), batch(0, "x")))
 	require.Empty(t, quiet.String(), "a silent success logs nothing")
 }
@@ -330,24 +330,6 @@ func TestOpenChecksShellAndDirectory(t *testing.T) {
 	require.NoError(t, s.Close(context.Background()))
 	require.NoError(t, s.Close(context.Background()), "Close is idempotent")
 	require.Error(t, s.Consume(context.Background(), batch(0, "x")), "a closed sink runs nothing")
-}
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // eventually waits for cond (connectortest.Eventually).
