@@ -135,8 +135,8 @@ func TestEnvironmentOverridesAreChecked(t *testing.T) {
 	t.Parallel()
 	doc := head("sink", "postgres") + "connection_string = \"postgres://u@h/db\"\ntarget_table = \"t\"\n"
 	set, err := checkFile(t, "pg.toml", doc, map[string]string{
-		"IGGY_CONNECTORS_SINK_K_PLUGIN_CONFIG_PASSWORD":   "0042",
-		"IGGY_CONNECTORS_SINK_K_PLUGIN_CONFIG_BATCH_SIZE": "250",
+		"IGGY_CONNECTORS_SINK_K_PLUGIN_CONFIG_PASSWORD":    "0042",
+		"IGGY_CONNECTORS_SINK_K_PLUGIN_CONFIG_BATCH_SIZE":  "250",
 		"IGGY_CONNECTORS_SINK_K_PLUGIN_CONFIG_RETRY_DELAY": "0",
 	})
 	require.NoError(t, err)
