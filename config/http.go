@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // defaultTemplates are upstream's URL templates, by template name. A
@@ -163,9 +164,10 @@ func (p *HTTPProvider) do(ctx context.Context, method, rawURL string, body []byt
 		attempts += int(p.retry.MaxAttempts)
 	}
 	var lastErr error
+	waits := p.retry.Schedule()
 	for attempt := 0; attempt < attempts; attempt++ {
 		if attempt > 0 {
-			if err := sleepCtx(ctx, jitter(p.retry.Backoff(attempt-1))); err != nil {
+			if err := backoff.Sleep(ctx, waits.Next()); err != nil {
 				return nil, fmt.Errorf("%s %s: %w (after %d attempts; last error: %v)", method, shown, err, attempt, lastErr)
 			}
 		}
@@ -226,24 +228,6 @@ func (p *HTTPProvider) once(ctx context.Context, method, rawURL string, body []b
 		return nil, fmt.Errorf("response larger than %d bytes", maxResponse)
 	}
 	return &response{status: res.StatusCode, body: data}, nil
-}
-
-func jitter(d time.Duration) time.Duration {
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // check turns a non-2xx answer into an error, with the API's message from

@@ -418,14 +418,20 @@ func TestQuickstartExample(t *testing.T) {
 	require.Equal(t, map[string]any{"print_payload": true}, sink.PluginConfig)
 }
 
-func TestRetryBackoff(t *testing.T) {
+func TestRetrySchedule(t *testing.T) {
 	t.Parallel()
 	r := Retry{Enabled: true, MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: 5 * time.Second, BackoffMultiplier: 2}
+	b := r.Schedule()
 	for n, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
-		require.Equal(t, want, r.Backoff(n), "retry %d", n)
+		d := b.Next()
+		require.LessOrEqual(t, d, want, "retry %d", n)
+		require.GreaterOrEqual(t, d, want/2, "retry %d: jitter takes at most half", n)
 	}
-	huge := Retry{InitialBackoff: time.Hour, MaxBackoff: 1 << 62, BackoffMultiplier: 1 << 31}
-	require.Equal(t, time.Duration(1<<62), huge.Backoff(3), "no overflow")
+	huge := Retry{InitialBackoff: time.Hour, MaxBackoff: 1 << 62, BackoffMultiplier: 1 << 31}.Schedule()
+	for range 3 {
+		huge.Next()
+	}
+	require.LessOrEqual(t, huge.Next(), time.Duration(1<<62), "no overflow")
 }
 
 func TestIggyEmbedded(t *testing.T) {

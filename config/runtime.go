@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/backoff"
 )
 
 // Runtime is the connector runtime's config.toml: the same sections and
@@ -147,22 +149,12 @@ type Retry struct {
 	BackoffMultiplier uint32        `toml:"backoff_multiplier"`
 }
 
-// Backoff returns the wait before retry n (0-based): InitialBackoff times
-// BackoffMultiplier^n, capped at MaxBackoff.
-func (r Retry) Backoff(n int) time.Duration {
-	d := r.InitialBackoff
-	m := time.Duration(max(r.BackoffMultiplier, 1))
-	for i := 0; i < n && d < r.MaxBackoff; i++ {
-		if d > r.MaxBackoff/m {
-			d = r.MaxBackoff
-			break
-		}
-		d *= m
-	}
-	if r.MaxBackoff > 0 && d > r.MaxBackoff {
-		d = r.MaxBackoff
-	}
-	return d
+// Schedule is the retry policy's waits: InitialBackoff, then
+// BackoffMultiplier times longer each retry, capped at MaxBackoff, each
+// drawn from the upper half of the scheduled wait (jitter), so that
+// runtimes restarting together do not retry in step.
+func (r Retry) Schedule() backoff.Backoff {
+	return backoff.Backoff{Min: r.InitialBackoff, Max: r.MaxBackoff, Factor: float64(max(r.BackoffMultiplier, 1)), Jitter: 0.5}
 }
 
 // State is the [state] section: where sources keep their checkpoints.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/fsx"
 )
 
 // outFile is one file the sink appends to.
@@ -102,7 +104,7 @@ func (s *Sink) openFile(path string) (*outFile, error) {
 		return nil, err
 	}
 	if created {
-		if err := syncDir(dir); err != nil {
+		if err := fsx.SyncDir(dir); err != nil {
 			_ = of.close()
 			return nil, err
 		}
@@ -243,7 +245,7 @@ func (s *Sink) rotate(of *outFile) error {
 	if err := os.Rename(of.path, target); err != nil {
 		return fmt.Errorf("rotate %s: %w", of.path, err)
 	}
-	if err := syncDir(filepath.Dir(of.path)); err != nil {
+	if err := fsx.SyncDir(filepath.Dir(of.path)); err != nil {
 		return err
 	}
 	s.log.Info("file sink: rotated", "path", of.path, "to", target)
@@ -268,17 +270,4 @@ func rotatedName(path string, now time.Time) string {
 		}
 		name = fmt.Sprintf("%s.%s_%03d%s", base, stamp, i, ext) // sorts after the name without a counter
 	}
-}
-
-// syncDir fsyncs a directory so a created or renamed entry is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
 }
