@@ -62,8 +62,10 @@ func TestStreams(t *testing.T) {
 	_, err = c.SendMessages(ctx, iggy.NumericID(s.ID), iggy.NamedID("t"), iggy.ToPartition(0), payloads("m", 3))
 	require.NoError(t, err)
 	require.NoError(t, c.PurgeStream(ctx, iggy.NumericID(s.ID)))
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), iggy.NumericID(s.ID), iggy.NamedID("t"),
-		iggy.Partition(0), iggy.First(), 10, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NumericID(s.ID), Topic: iggy.NamedID("t"),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Empty(t, r.Messages)
 	require.ErrorIs(t, c.PurgeStream(ctx, iggy.NumericID(999)), iggy.ErrStreamNotFound)
@@ -296,7 +298,10 @@ func TestConsumerOffsets(t *testing.T) {
 	require.EqualValues(t, 4, o.CurrentOffset)
 
 	// Next resumes after the stored offset.
-	r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.Next(), 10, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.Next(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 1)
 	require.EqualValues(t, 4, r.Messages[0].Offset)

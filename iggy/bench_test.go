@@ -122,7 +122,10 @@ func benchPoll(b *testing.B, storage brokertest.Option, size int) {
 	for b.Loop() {
 		offset := uint64(i*benchBatch) % stored
 		i++
-		r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.AtOffset(offset), benchBatch, false)
+		r, err := c.PollMessages(ctx, iggy.PollRequest{
+			Consumer: consumer, Stream: s, Topic: tp,
+			Partition: iggy.Partition(0), Strategy: iggy.AtOffset(offset), Count: benchBatch,
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

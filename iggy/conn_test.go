@@ -213,8 +213,10 @@ func TestRequestIDs(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.SendMessages(ctx, iggy.NamedID("s"), iggy.NamedID("t"), iggy.ToPartition(0), payloads("m", 1))
 	require.NoError(t, err)
-	_, err = c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"), iggy.NamedID("t"),
-		iggy.Partition(0), iggy.First(), 1, false)
+	_, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("s"), Topic: iggy.NamedID("t"),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 1,
+	})
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
@@ -294,7 +296,10 @@ func TestReconnectAfterBrokerRestart(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.ElementsMatch(t, []uint32{0, 1, 2}, a.Partitions, "re-joined the group after the restart")
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), s, tp, iggy.Partition(1), iggy.First(), 10, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(1), Strategy: iggy.First(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 3)
 	require.Equal(t, "before-0", string(r.Messages[0].Payload))
@@ -409,8 +414,10 @@ func TestTLS(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.SendMessages(ctx, iggy.NamedID(name), iggy.NamedID("t"), iggy.ToPartition(0), payloads("m", 3))
 		require.NoError(t, err)
-		r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID(name), iggy.NamedID("t"),
-			iggy.Partition(0), iggy.AtOffset(0), 3, false)
+		r, err := c.PollMessages(ctx, iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID(name), Topic: iggy.NamedID("t"),
+			Partition: iggy.Partition(0), Strategy: iggy.AtOffset(0), Count: 3,
+		})
 		require.NoError(t, err)
 		require.Len(t, r.Messages, 3)
 		require.NoError(t, c.Close())

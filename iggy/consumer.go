@@ -188,8 +188,10 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 		p, strategy := g.pick(parts)
 		var reply *PollReply
 		err = g.shielded(ctx, func(ctx context.Context) (err error) {
-			reply, err = g.c.PollMessages(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(p),
-				strategy, g.cfg.count, g.cfg.autoCommit)
+			reply, err = g.c.PollMessages(ctx, PollRequest{
+				Consumer: ConsumerGroup(g.group), Stream: g.stream, Topic: g.topic,
+				Partition: Partition(p), Strategy: strategy, Count: g.cfg.count, AutoCommit: g.cfg.autoCommit,
+			})
 			return err
 		})
 		switch {

@@ -68,8 +68,10 @@ func ExampleClient_SendMessages() {
 		log.Fatal(err)
 	}
 
-	reply, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NamedID("reader")), stream, topic,
-		iggy.Partition(0), iggy.First(), 10, false)
+	reply, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NamedID("reader")), Stream: stream, Topic: topic,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -138,28 +138,46 @@ func prepareMessages(msgs []Message) error {
 	return nil
 }
 
-// PollMessages reads up to count messages from a partition of
-// stream/topic for consumer, starting where strategy says. With
-// autoCommit the server stores the offset of the last message returned.
-// A single consumer that gives no partition reads partition 0; a group
-// consumer must name one it owns, or the reply's PartitionID is
-// wire.PollResync (0xFFFFFFFF) and it holds no messages.
+// PollRequest says what a poll reads: whose messages, from which partition,
+// where to start and how many.
+type PollRequest struct {
+	// Consumer is who polls: SingleConsumer or ConsumerGroup.
+	Consumer Consumer
+	// Stream and Topic name the topic read.
+	Stream, Topic Identifier
+	// Partition is the partition read. A single consumer that gives none
+	// (AnyPartition) reads partition 0; a group consumer must name one it
+	// owns.
+	Partition OptPartition
+	// Strategy says where the poll starts: First, Last, Next, AtOffset or
+	// AtTimestamp.
+	Strategy PollingStrategy
+	// Count is the most messages the reply holds.
+	Count uint32
+	// AutoCommit has the server store the offset of the last message
+	// returned as the consumer's offset.
+	AutoCommit bool
+}
+
+// PollMessages reads up to r.Count messages from a partition for
+// r.Consumer, starting where r.Strategy says. A group consumer that names
+// a partition it does not own gets a reply whose PartitionID is
+// wire.PollResync (0xFFFFFFFF) and that holds no messages.
 //
 // The messages' payloads and headers alias one buffer owned by the reply.
-func (c *Client) PollMessages(ctx context.Context, consumer Consumer, stream, topic Identifier,
-	partition OptPartition, strategy PollingStrategy, count uint32, autoCommit bool) (*PollReply, error) {
+func (c *Client) PollMessages(ctx context.Context, r PollRequest) (*PollReply, error) {
 	const cmd = wire.CmdPollMessages
-	if err := checkConsumer(cmd, consumer); err != nil {
+	if err := checkConsumer(cmd, r.Consumer); err != nil {
 		return nil, err
 	}
-	if err := checkIDs(cmd, stream, topic); err != nil {
+	if err := checkIDs(cmd, r.Stream, r.Topic); err != nil {
 		return nil, err
 	}
-	if strategy.Kind < wire.PollOffset || strategy.Kind > wire.PollNext {
-		return nil, fmt.Errorf("iggy: %s: polling strategy kind %d, want 1..5: %w", cmd, strategy.Kind, ErrInvalidCommand)
+	if r.Strategy.Kind < wire.PollOffset || r.Strategy.Kind > wire.PollNext {
+		return nil, fmt.Errorf("iggy: %s: polling strategy kind %d, want 1..5: %w", cmd, r.Strategy.Kind, ErrInvalidCommand)
 	}
-	req := &wire.PollMessages{Consumer: consumer, Stream: stream, Topic: topic, Partition: partition,
-		Strategy: strategy, Count: count, AutoCommit: autoCommit}
+	req := &wire.PollMessages{Consumer: r.Consumer, Stream: r.Stream, Topic: r.Topic, Partition: r.Partition,
+		Strategy: r.Strategy, Count: r.Count, AutoCommit: r.AutoCommit}
 	cn, err := c.acquire(ctx)
 	if err != nil {
 		return nil, err

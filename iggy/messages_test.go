@@ -34,7 +34,10 @@ func TestPollStrategies(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, first.BaseOffset)
 	// The second batch must get a later append time than the first.
-	all, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.First(), 100, false)
+	all, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+	})
 	require.NoError(t, err)
 	for {
 		time.Sleep(time.Millisecond)
@@ -45,7 +48,10 @@ func TestPollStrategies(t *testing.T) {
 	second, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), payloads("b", 5))
 	require.NoError(t, err)
 	require.EqualValues(t, 5, second.BaseOffset)
-	all, err = c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.First(), 100, false)
+	all, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+	})
 	require.NoError(t, err)
 	require.Len(t, all.Messages, 10)
 	require.EqualValues(t, 9, all.CurrentOffset)
@@ -67,31 +73,52 @@ func TestPollStrategies(t *testing.T) {
 		{"timestamp zero", iggy.AtTimestamp(0), 2, []uint64{0, 1}},
 	}
 	for i, tc := range cases {
-		r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), tc.strategy, tc.count, false)
+		r, err := c.PollMessages(ctx, iggy.PollRequest{
+			Consumer: consumer, Stream: s, Topic: tp,
+			Partition: iggy.Partition(0), Strategy: tc.strategy, Count: tc.count,
+		})
 		require.NoError(t, err, "case %d %s", i, tc.name)
 		require.Equal(t, tc.want, offsetsOf(r.Messages), "case %d %s", i, tc.name)
 		require.Zero(t, r.PartitionID, "case %d %s", i, tc.name)
 	}
-	r, err := c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.AtOffset(2), 1, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.AtOffset(2), Count: 1,
+	})
 	require.NoError(t, err)
 	require.Equal(t, "a-2", string(r.Messages[0].Payload))
 
 	// Auto-commit stores the last offset returned.
 	other := iggy.SingleConsumer(iggy.NamedID("auto"))
-	r, err = c.PollMessages(ctx, other, s, tp, iggy.AnyPartition(), iggy.First(), 4, true)
+	r, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: other, Stream: s, Topic: tp,
+		Strategy: iggy.First(), Count: 4, AutoCommit: true,
+	})
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 4)
 	o, err := c.GetConsumerOffset(ctx, other, s, tp, iggy.AnyPartition())
 	require.NoError(t, err)
 	require.EqualValues(t, 3, o.StoredOffset)
 
-	_, err = c.PollMessages(ctx, consumer, s, tp, iggy.Partition(5), iggy.First(), 1, false)
+	_, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(5), Strategy: iggy.First(), Count: 1,
+	})
 	require.ErrorIs(t, err, iggy.ErrPartitionNotFound)
-	_, err = c.PollMessages(ctx, consumer, s, iggy.NumericID(9), iggy.Partition(0), iggy.First(), 1, false)
+	_, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: iggy.NumericID(9),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 1,
+	})
 	require.ErrorIs(t, err, iggy.ErrTopicNotFound)
-	_, err = c.PollMessages(ctx, consumer, iggy.NamedID("nope"), tp, iggy.Partition(0), iggy.First(), 1, false)
+	_, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: iggy.NamedID("nope"), Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 1,
+	})
 	require.ErrorIs(t, err, iggy.ErrStreamNotFound)
-	_, err = c.PollMessages(ctx, consumer, s, tp, iggy.Partition(0), iggy.PollingStrategy{Kind: 9}, 1, false)
+	_, err = c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: consumer, Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.PollingStrategy{Kind: 9}, Count: 1,
+	})
 	require.ErrorContains(t, err, "polling strategy kind 9")
 }
 
@@ -121,7 +148,10 @@ func TestPartitioningKinds(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, conf.Partition)
 	}
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), s, tp, iggy.Partition(want), iggy.First(), 100, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(want), Strategy: iggy.First(), Count: 100,
+	})
 	require.NoError(t, err)
 	var keyed int
 	for _, m := range r.Messages {
@@ -178,7 +208,10 @@ func TestZeroIDsAndTimestampsAreFilled(t *testing.T) {
 	require.NoError(t, err)
 	after := uint64(time.Now().UnixMicro())
 
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), s, tp, iggy.Partition(0), iggy.First(), 100, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+	})
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 50)
 	seen := map[[16]byte]bool{}
@@ -225,7 +258,10 @@ func TestHeadersRoundTrip(t *testing.T) {
 	_, err = c.SendMessages(ctx, s, tp, iggy.ToPartition(0), []iggy.Message{m, plain})
 	require.NoError(t, err)
 
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), s, tp, iggy.Partition(0), iggy.First(), 10, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 2)
 	require.Equal(t, "payload", string(r.Messages[0].Payload))
@@ -276,7 +312,10 @@ func TestSendValidation(t *testing.T) {
 	require.ErrorIs(t, err, iggy.ErrTooBigUserHeaders)
 
 	// Nothing was sent, and the connection is fine.
-	r, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), s, tp, iggy.Partition(0), iggy.First(), 10, false)
+	r, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Empty(t, r.Messages)
 

@@ -52,7 +52,10 @@ func newProducer(t *testing.T, c *iggy.Client, s, tp iggy.Identifier, opts ...ig
 
 func pollAll(t *testing.T, c *iggy.Client, s, tp iggy.Identifier, partition uint32) []iggy.Message {
 	t.Helper()
-	r, err := c.PollMessages(testCtx(t), iggy.SingleConsumer(iggy.NumericID(99)), s, tp, iggy.Partition(partition), iggy.First(), 100_000, false)
+	r, err := c.PollMessages(testCtx(t), iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(99)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(partition), Strategy: iggy.First(), Count: 100_000,
+	})
 	require.NoError(t, err)
 	return r.Messages
 }

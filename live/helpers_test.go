@@ -90,8 +90,10 @@ func (e *env) sendKeyed(t *testing.T, partition uint32, key, payload string, del
 // all reads every message of a partition.
 func (e *env) all(t *testing.T, partition uint32) []iggy.Message {
 	t.Helper()
-	r, err := e.admin.PollMessages(testCtx(t), iggy.SingleConsumer(iggy.NamedID("test-reader")), e.stream, e.topic,
-		iggy.Partition(partition), iggy.First(), 10_000, false)
+	r, err := e.admin.PollMessages(testCtx(t), iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NamedID("test-reader")), Stream: e.stream, Topic: e.topic,
+		Partition: iggy.Partition(partition), Strategy: iggy.First(), Count: 10_000,
+	})
 	require.NoError(t, err)
 	return r.Messages
 }

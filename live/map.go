@@ -279,8 +279,10 @@ func (m *Map) pollOnce(ctx context.Context, strategy iggy.PollingStrategy) (*igg
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
-		r, err := m.h.consumer.PollMessages(context.WithoutCancel(ctx), m.consumer, m.stream, m.topic,
-			iggy.Partition(m.partition), strategy, uint32(m.cfg.batchLength), false)
+		r, err := m.h.consumer.PollMessages(context.WithoutCancel(ctx), iggy.PollRequest{
+			Consumer: m.consumer, Stream: m.stream, Topic: m.topic,
+			Partition: iggy.Partition(m.partition), Strategy: strategy, Count: uint32(m.cfg.batchLength),
+		})
 		done <- result{r, err}
 	}()
 	select {

@@ -163,8 +163,10 @@ dead_letter_topic = "dlq"
 	defer admin.Close()
 	var dead []iggy.Message
 	eventually(t, "two dead letters", func() bool {
-		reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"),
-			iggy.NamedID("dlq"), iggy.Partition(0), iggy.First(), 10, false)
+		reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("s"), Topic: iggy.NamedID("dlq"),
+			Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+		})
 		if err != nil {
 			return false
 		}
@@ -354,8 +356,10 @@ func TestPermanentEntriesAreNotRetried(t *testing.T) {
 	require.NoError(t, err)
 	defer admin.Close()
 	eventually(t, "4 dead letters", func() bool {
-		reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"),
-			iggy.NamedID("mixed_dead_letter"), iggy.Partition(0), iggy.First(), 10, false)
+		reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("s"), Topic: iggy.NamedID("mixed_dead_letter"),
+			Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+		})
 		return err == nil && len(reply.Messages) == 4
 	})
 	sink.mu.Lock()

@@ -129,8 +129,10 @@ func awaitCommitted(t *testing.T, admin *iggy.Client, last uint64) {
 // never created).
 func deadLetters(t *testing.T, admin *iggy.Client) []iggy.Message {
 	t.Helper()
-	reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("s"),
-		iggy.NamedID("dlq"), iggy.Partition(0), iggy.First(), 100, false)
+	reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("s"), Topic: iggy.NamedID("dlq"),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+	})
 	if errors.Is(err, iggy.ErrTopicNotFound) {
 		return nil
 	}

@@ -60,8 +60,10 @@ func topicMessages(t *testing.T, rt *Runtime, stream, topic string) []iggy.Messa
 	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
 	require.NoError(t, err)
 	defer admin.Close()
-	reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID(stream),
-		iggy.NamedID(topic), iggy.Partition(0), iggy.First(), 1000, false)
+	reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 1000,
+	})
 	if err != nil {
 		return nil // not created yet
 	}

@@ -143,8 +143,10 @@ stored offset; with --commit the offset of the last message is stored).`,
 			return usageError{errors.New("give only one of --offset, --first, --last, --next")}
 		}
 		return c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
-			reply, err := cl.PollMessages(ctx, iggy.SingleConsumer(iggy.ParseID(consumer)), iggy.ParseID(args[0]),
-				iggy.ParseID(args[1]), iggy.Partition(uint32(partition)), strategy, count, commit)
+			reply, err := cl.PollMessages(ctx, iggy.PollRequest{
+				Consumer: iggy.SingleConsumer(iggy.ParseID(consumer)), Stream: iggy.ParseID(args[0]), Topic: iggy.ParseID(args[1]),
+				Partition: iggy.Partition(uint32(partition)), Strategy: strategy, Count: count, AutoCommit: commit,
+			})
 			if err != nil {
 				return explainMissing(ctx, cl, args[0], args[1], int64(partition), err)
 			}

@@ -183,7 +183,10 @@ func TestServeTLSWithCAFile(t *testing.T) {
 	require.Equal(t, 3.0, sample(t, s.metrics, `iggy_broker_partition_messages{partition="0",stream="s",topic="t"}`))
 	require.Greater(t, sample(t, s.metrics, `iggy_broker_partition_size_bytes{partition="0",stream="s",topic="t"}`), 0.0)
 
-	got, err := c.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(0)), sid, tid, iggy.Partition(0), iggy.First(), 10, false)
+	got, err := c.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(0)), Stream: sid, Topic: tid,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+	})
 	require.NoError(t, err)
 	require.Len(t, got.Messages, 3)
 	require.Equal(t, "c", string(got.Messages[2].Payload))

@@ -75,8 +75,10 @@ printf '%s\n' {payload} >> done
 
 	var dead []iggy.Message
 	eventually(t, "the poison message in the dead-letter topic", func() bool {
-		r, err := cl.PollMessages(ctx, iggy.SingleConsumer(iggy.NamedID("test")), iggy.NamedID("orders"),
-			iggy.NamedID("created_failed"), iggy.Partition(0), iggy.First(), 10, false)
+		r, err := cl.PollMessages(ctx, iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NamedID("test")), Stream: iggy.NamedID("orders"), Topic: iggy.NamedID("created_failed"),
+			Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+		})
 		if err != nil {
 			return false
 		}

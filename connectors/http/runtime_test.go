@@ -76,8 +76,10 @@ retry_delay = "1ms"
 
 			var dead []iggy.Message
 			eventually(t, "two dead letters", func() bool {
-				reply, err := admin.PollMessages(context.Background(), iggy.SingleConsumer(iggy.NumericID(1)),
-					iggy.NamedID("events"), iggy.NamedID("dlq"), iggy.Partition(0), iggy.First(), 10, false)
+				reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+					Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("events"), Topic: iggy.NamedID("dlq"),
+					Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10,
+				})
 				if err != nil {
 					return false
 				}

@@ -160,8 +160,10 @@ func (e *crashEnv) topic(stream, topic string) []iggy.Message {
 	defer cancel()
 	var out []iggy.Message
 	for {
-		r, err := e.client.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID(stream), iggy.NamedID(topic),
-			iggy.Partition(0), iggy.AtOffset(uint64(len(out))), 1000, false)
+		r, err := e.client.PollMessages(ctx, iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic),
+			Partition: iggy.Partition(0), Strategy: iggy.AtOffset(uint64(len(out))), Count: 1000,
+		})
 		if err != nil {
 			return out // not created yet
 		}

@@ -160,8 +160,10 @@ payload_format = "json"
 			iggy.NamedID("events"), iggy.NamedID("in"), iggy.Partition(0))
 		return err == nil && off.StoredOffset == total-1
 	})
-	reply, err := admin.PollMessages(ctx, iggy.SingleConsumer(iggy.NumericID(1)), iggy.NamedID("events"),
-		iggy.NamedID("dlq"), iggy.Partition(0), iggy.First(), 100, false)
+	reply, err := admin.PollMessages(ctx, iggy.PollRequest{
+		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("events"), Topic: iggy.NamedID("dlq"),
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+	})
 	if !errors.Is(err, iggy.ErrTopicNotFound) { // never created: nothing was dead-lettered
 		require.NoError(t, err)
 		require.Empty(t, reply.Messages, "nothing is dead-lettered while PostgreSQL is down")
