@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/ferryhq/ferry/iggy/wire"
 )
 
 // Schema names the format of message payloads, as in upstream's
@@ -28,8 +26,8 @@ type Message struct {
 	// ID is the message id; all zero means Ferry assigns a UUID v7 when it
 	// sends the message to Iggy.
 	ID [16]byte
-	// Headers are Iggy user headers.
-	Headers []wire.Entry
+	// Headers are Iggy user headers; see Header and SetHeader.
+	Headers []Header
 	// Payload is the message body, in the batch's Schema.
 	Payload []byte
 	// OriginTimestamp is when the message was made; zero means "when sent".
@@ -43,20 +41,6 @@ type Message struct {
 	// Timestamp is when the broker appended the message.
 	Timestamp time.Time
 	Checksum  uint64
-}
-
-// Header returns the value of a string-keyed user header.
-func (m *Message) Header(key string) (wire.Value, bool) { return wire.Lookup(m.Headers, key) }
-
-// SetHeader sets a string-keyed user header, replacing an existing one.
-func (m *Message) SetHeader(key string, v wire.Value) {
-	for i := range m.Headers {
-		if e := &m.Headers[i]; e.Key.Kind == wire.KindString && string(e.Key.Data) == key {
-			e.Value = v
-			return
-		}
-	}
-	m.Headers = append(m.Headers, wire.Header(key, v))
 }
 
 // Batch is what a source's Poll returns.

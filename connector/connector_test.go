@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/stretchr/testify/require"
 )
 
@@ -44,8 +44,8 @@ func TestRegistryLookup(t *testing.T) {
 func TestMessageHeadersAndErrors(t *testing.T) {
 	t.Parallel()
 	var m Message
-	m.SetHeader("a", wire.StringValue("1"))
-	m.SetHeader("a", wire.StringValue("2"))
+	m.SetHeader("a", header.StringValue("1"))
+	m.SetHeader("a", header.StringValue("2"))
 	require.Len(t, m.Headers, 1)
 	v, ok := m.Header("a")
 	require.True(t, ok)

@@ -72,10 +72,10 @@ func encodeTopicOptions(cmd wire.Command, opts []TopicOption) ([]byte, error) {
 	index := map[string]int{}
 	for _, o := range opts {
 		key := string(o.entry.Key.Data)
-		if err := o.entry.Key.Check(); err != nil {
+		if err := wire.CheckValue(wire.Value(o.entry.Key)); err != nil {
 			return nil, fmt.Errorf("iggy: %s: option key: %w", cmd, err)
 		}
-		if err := o.entry.Value.Check(); err != nil {
+		if err := wire.CheckValue(o.entry.Value); err != nil {
 			return nil, fmt.Errorf("iggy: %s: option %s: %w", cmd, key, err)
 		}
 		if i, ok := index[key]; ok {

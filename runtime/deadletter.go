@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/iggy/wire"
 )
 
@@ -52,11 +53,11 @@ func (d *deadLetter) send(ctx context.Context, failed []failure) error {
 	now := dlqTimestamp()
 	for _, f := range failed {
 		m := f.msg
-		dl, err := letter(&m, []wire.Entry{
-			wire.Header(HeaderDLQStream, wire.StringValue(m.Stream)),
-			wire.Header(HeaderDLQTopic, wire.StringValue(m.Topic)),
-			wire.Header(HeaderDLQPartition, wire.Uint32Value(m.Partition)),
-			wire.Header(HeaderDLQOffset, wire.Uint64Value(m.Offset)),
+		dl, err := letter(&m, []connector.Header{
+			connector.StringHeader(HeaderDLQStream, m.Stream),
+			connector.StringHeader(HeaderDLQTopic, m.Topic),
+			header.New(HeaderDLQPartition, header.Uint32Value(m.Partition)),
+			header.New(HeaderDLQOffset, header.Uint64Value(m.Offset)),
 			dlqError(f.err), d.connectorHeader(), now,
 		})
 		if err != nil {
@@ -76,30 +77,30 @@ func (d *deadLetter) sendMessages(ctx context.Context, msgs []iggy.Message) erro
 	return nil
 }
 
-func (d *deadLetter) connectorHeader() wire.Entry {
-	return wire.Header(HeaderDLQConnector, wire.StringValue(truncate(d.key, 255)))
+func (d *deadLetter) connectorHeader() connector.Header {
+	return connector.StringHeader(HeaderDLQConnector, truncate(d.key, 255))
 }
 
-func dlqError(err error) wire.Entry {
+func dlqError(err error) connector.Header {
 	msg := err.Error()
 	if msg == "" {
 		msg = fmt.Sprintf("%T with no message", err) // a header value has 1 to 255 bytes
 	}
-	return wire.Header(HeaderDLQError, wire.StringValue(truncate(msg, 255)))
+	return connector.StringHeader(HeaderDLQError, truncate(msg, 255))
 }
 
-func dlqTimestamp() wire.Entry {
-	return wire.Header(HeaderDLQTimestamp, wire.StringValue(strconv.FormatInt(time.Now().UnixMicro(), 10)))
+func dlqTimestamp() connector.Header {
+	return connector.StringHeader(HeaderDLQTimestamp, strconv.FormatInt(time.Now().UnixMicro(), 10))
 }
 
 // letter is m's dead letter: its id, payload and origin timestamp, its
 // headers with ours added (ours replace original headers of the same
 // name). When the original headers cannot be encoded with ours, or take
 // Iggy's headers limit with them, it keeps only ours.
-func letter(m *connector.Message, ours []wire.Entry) (iggy.Message, error) {
-	headers := make([]wire.Entry, 0, len(m.Headers)+len(ours))
+func letter(m *connector.Message, ours []connector.Header) (iggy.Message, error) {
+	headers := make([]connector.Header, 0, len(m.Headers)+len(ours))
 	for _, e := range m.Headers {
-		if _, dup := wire.Lookup(ours, string(e.Key.Data)); !dup || e.Key.Kind != wire.KindString {
+		if _, dup := header.Get(ours, string(e.Key.Data)); !dup || e.Key.Kind != header.KindString {
 			headers = append(headers, e)
 		}
 	}

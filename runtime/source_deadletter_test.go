@@ -237,9 +237,9 @@ func TestSourceDeadLettersOfABatchAreCountedAndLoggedOnce(t *testing.T) {
 	for i := range 10 {
 		b.Messages = append(b.Messages, connector.Message{Payload: fmt.Appendf(nil, "bad %d", i)})
 	}
-	var big []wire.Entry
+	var big []connector.Header
 	for i := range 500 {
-		big = append(big, wire.Header(fmt.Sprintf("h%03d", i), wire.StringValue(strings.Repeat("x", 250))))
+		big = append(big, connector.StringHeader(fmt.Sprintf("h%03d", i), strings.Repeat("x", 250)))
 	}
 	b.Messages = append(b.Messages, connector.Message{Payload: []byte(`{"big":true}`), Headers: big}, connector.Message{Payload: []byte(`{"ok":true}`)})
 	src := &scriptSource{pollDelay: 20 * time.Millisecond, script: []*connector.Batch{b}}

@@ -11,6 +11,7 @@ import (
 	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/iggy/wire"
 )
 
@@ -217,9 +218,9 @@ func toIggy(m *connector.Message, conv codec.Convert) (iggy.Message, error) {
 
 // withoutPosition is h without its HeaderSourcePosition; h itself when it
 // has none.
-func withoutPosition(h []wire.Entry) []wire.Entry {
+func withoutPosition(h []connector.Header) []connector.Header {
 	for i, e := range h {
-		if e.Key.Kind == wire.KindString && string(e.Key.Data) == HeaderSourcePosition {
+		if e.Key.Is(HeaderSourcePosition) {
 			return append(h[:i:i], h[i+1:]...)
 		}
 	}
@@ -248,14 +249,14 @@ func (e reasonError) Unwrap() error { return e.error }
 // another stream took the message. A dead letter keeps the original
 // payload; when Iggy refuses that too (empty, or over its size limit), the
 // message cannot be dead-lettered, and the error says so.
-func (r *sourceRun) deadLetterOf(d *delivery, rj rejection, st stamp, now wire.Entry) (iggy.Message, error) {
+func (r *sourceRun) deadLetterOf(d *delivery, rj rejection, st stamp, now connector.Header) (iggy.Message, error) {
 	o := r.outputs[rj.out]
 	m := d.msgs[rj.index]
-	dl, err := letter(&m, []wire.Entry{
-		wire.Header(HeaderDLQStream, wire.StringValue(o.cfg.Stream)),
-		wire.Header(HeaderDLQTopic, wire.StringValue(o.cfg.Topic)),
-		wire.Header(HeaderDLQSourceIndex, wire.Uint32Value(uint32(d.sourceIndex(rj.index)))),
-		wire.Header(HeaderDLQSchema, wire.StringValue(string(d.schema))),
+	dl, err := letter(&m, []connector.Header{
+		connector.StringHeader(HeaderDLQStream, o.cfg.Stream),
+		connector.StringHeader(HeaderDLQTopic, o.cfg.Topic),
+		header.New(HeaderDLQSourceIndex, header.Uint32Value(uint32(d.sourceIndex(rj.index)))),
+		connector.StringHeader(HeaderDLQSchema, string(d.schema)),
 		dlqError(rj.err), o.dlq.connectorHeader(), now,
 	})
 	if err == nil {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
-	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,8 +99,8 @@ func TestOnInvalidRaw(t *testing.T) {
 	msgs, _, err := pollAll(t, s)
 	require.ErrorIs(t, err, connector.ErrEndOfInput)
 	require.Equal(t, []string{`{"n":1}`, `not json`, `{"n":2}`, `{"n":3}`}, toStrings(msgs))
-	require.Equal(t, []wire.Entry{wire.Header(PositionHeader, wire.StringValue(path+" at byte 8")),
-		wire.Header("file", wire.StringValue(path)), wire.Header(InvalidHeader, wire.StringValue("json"))},
+	require.Equal(t, []connector.Header{connector.StringHeader(PositionHeader, path+" at byte 8"),
+		connector.StringHeader("file", path), connector.StringHeader(InvalidHeader, "json")},
 		msgs[1].Headers, "the invalid line is marked")
 	require.Len(t, msgs[0].Headers, 2, "valid lines are not")
 	out := logs.String()

@@ -12,7 +12,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/ferryhq/ferry/connector"
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/internal/backoff"
 )
 
@@ -169,8 +169,8 @@ type batch struct {
 	connector.Batch
 	arena    []byte // payloads are slices of it
 	meta     []byte // PositionHeader values are slices of it
-	headers  []wire.Entry
-	posKey   wire.Value
+	headers  []connector.Header
+	posKey   connector.HeaderKey
 	max      int
 	maxBytes int
 	changed  bool // offsets moved without messages (skipped lines, resets)
@@ -181,17 +181,17 @@ func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >=
 // add appends a message with a copy of payload, found at offset in the
 // file id at path, with the PositionHeader and, when pathHeader is set, a
 // header naming the file; extra headers follow. Its id is recordID's.
-func (b *batch) add(payload []byte, pathHeader, path string, id ident, offset int64, extra ...wire.Entry) {
+func (b *batch) add(payload []byte, pathHeader, path string, id ident, offset int64, extra ...connector.Header) {
 	start := len(b.arena)
 	b.arena = append(b.arena, payload...)
 	m := connector.Message{ID: recordID(id, offset, payload), Payload: b.arena[start:len(b.arena):len(b.arena)]}
 	if b.posKey.Data == nil {
-		b.posKey = wire.StringValue(PositionHeader)
+		b.posKey = header.StringKey(PositionHeader)
 	}
 	h := len(b.headers)
-	b.headers = append(b.headers, wire.Entry{Key: b.posKey, Value: b.position(path, offset)})
+	b.headers = append(b.headers, connector.Header{Key: b.posKey, Value: b.position(path, offset)})
 	if pathHeader != "" {
-		b.headers = append(b.headers, wire.Header(pathHeader, wire.StringValue(path)))
+		b.headers = append(b.headers, connector.StringHeader(pathHeader, path))
 	}
 	b.headers = append(b.headers, extra...)
 	m.Headers = b.headers[h:len(b.headers):len(b.headers)]
@@ -217,7 +217,7 @@ func recordID(id ident, offset int64, payload []byte) [16]byte {
 }
 
 // position is the PositionHeader value of offset in path.
-func (b *batch) position(path string, offset int64) wire.Value {
+func (b *batch) position(path string, offset int64) connector.HeaderValue {
 	const sep, cut = " at byte ", "..."
 	var num [20]byte
 	n := strconv.AppendInt(num[:0], offset, 10)
@@ -230,7 +230,7 @@ func (b *batch) position(path string, offset int64) wire.Value {
 		b.meta, path = append(b.meta, cut...), path[i:]
 	}
 	b.meta = append(append(append(b.meta, path...), sep...), n...)
-	return wire.Value{Kind: wire.KindString, Data: b.meta[start:len(b.meta):len(b.meta)]}
+	return connector.HeaderValue{Kind: header.KindString, Data: b.meta[start:len(b.meta):len(b.meta)]}
 }
 
 // fill reads from the files in turn, starting after the one that went

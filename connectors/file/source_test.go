@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/stretchr/testify/require"
 )
 
@@ -145,7 +145,7 @@ func TestFollowTailsGrowingFilesAndPicksUpNewOnes(t *testing.T) {
 	v, ok := batch.Messages[0].Header("file")
 	require.True(t, ok)
 	require.Equal(t, b, v.String())
-	require.Equal(t, wire.KindString, v.Kind)
+	require.Equal(t, header.KindString, v.Kind)
 
 	var st sourceState
 	require.NoError(t, json.Unmarshal(batch.State, &st))

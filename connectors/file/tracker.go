@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/connector"
 	"github.com/zeebo/xxh3"
 )
 
@@ -354,7 +354,7 @@ func (s *Source) invalid(t *tracked, start, end int64, b *batch, reason string, 
 		return false
 	case s.cfg.onInvalid == OnInvalidRaw && data != nil:
 		s.log.Warn(reason+"; sent as it is, with header "+InvalidHeader, "path", t.st.Path, "offset", start)
-		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, start, wire.Header(InvalidHeader, wire.StringValue("json")))
+		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, start, connector.StringHeader(InvalidHeader, "json"))
 	default:
 		s.skipped++
 		s.log.Warn(reason+"; skipped", "path", t.st.Path, "offset", start, "bytes", end-start,

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ferryhq/ferry/iggy/header"
 )
 
 // Topic option keys.
@@ -173,7 +175,7 @@ func DefaultTopicOptions() TopicOptions {
 }
 
 // TopicOption builds a client-side option entry.
-func TopicOption(key string, v Value) Entry { return Entry{StringValue(key), v} }
+func TopicOption(key string, v Value) Entry { return header.New(key, v) }
 
 func optErr(key, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidOptionValue, key, fmt.Sprintf(format, args...))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/iggy/header"
 )
 
 func TestResolveTopicOptions(t *testing.T) {
@@ -40,7 +42,7 @@ func TestResolveTopicOptions(t *testing.T) {
 		{TopicOption(OptMessagesRequiredToSave, Uint32Value(0)), ErrInvalidOptionValue},
 		{TopicOption(OptSegmentSize, Uint64Value(1048577)), ErrInvalidOptionValue},
 		{TopicOption(OptCompression, StringValue("zstd")), ErrInvalidOptionValue},
-		{TopicOption(OptEnforceFsync, Value{KindBool, []byte{2}}), ErrInvalidOptionValue},
+		{TopicOption(OptEnforceFsync, Value{Kind: KindBool, Data: []byte{2}}), ErrInvalidOptionValue},
 		{TopicOption(OptMaxTopicSize, Uint64Value(1000)), ErrInvalidTopicSize},
 	}
 	for _, c := range bad {
@@ -55,7 +57,7 @@ func TestParseOptionsBlock(t *testing.T) {
 	dup := AppendTLV(nil, []Entry{TopicOption("a", StringValue("1")), TopicOption("a", StringValue("2"))})
 	_, err := ParseOptionsBlock(dup)
 	require.ErrorIs(t, err, ErrInvalidCommand)
-	raw := AppendTLV(nil, []Entry{{RawValue([]byte("a")), StringValue("1")}})
+	raw := AppendTLV(nil, []Entry{{Key: header.BinaryKey([]byte("a")), Value: StringValue("1")}})
 	_, err = ParseOptionsBlock(raw)
 	require.ErrorIs(t, err, ErrInvalidCommand)
 	_, err = ParseOptionsBlock(make([]byte, MaxOptionsSize+1))

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ferryhq/ferry/iggy/header"
 )
 
 func TestHashVectors(t *testing.T) {
@@ -309,7 +311,7 @@ func TestPartitioningRules(t *testing.T) {
 }
 
 func TestTLV(t *testing.T) {
-	entries := []Entry{Header("a", StringValue("x")), Header("n", Uint64Value(7)), {RawValue([]byte{1}), BoolValue(true)}}
+	entries := []Entry{Header("a", StringValue("x")), Header("n", Uint64Value(7)), {Key: header.BinaryKey([]byte{1}), Value: BoolValue(true)}}
 	b, err := EncodeTLV(entries)
 	require.NoError(t, err)
 	got, err := ParseTLV(b)
@@ -319,7 +321,7 @@ func TestTLV(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "7", v.String())
 
-	_, err = EncodeTLV([]Entry{Header("a", Value{KindUint64, []byte{1}})})
+	_, err = EncodeTLV([]Entry{Header("a", Value{Kind: KindUint64, Data: []byte{1}})})
 	require.ErrorIs(t, err, ErrInvalidHeaderValue)
 	_, err = ParseTLV(b[:len(b)-1])
 	require.ErrorIs(t, err, ErrMalformed)
