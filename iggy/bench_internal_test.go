@@ -3,6 +3,7 @@ package iggy
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
 )
@@ -23,17 +24,19 @@ func BenchmarkClientEncode(b *testing.B) {
 	for _, size := range []int{100, 1024} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			msgs := clientBenchMessages(size)
-			s := sendState{stream: NumericID(1), topic: NumericID(1), p: ToPartition(0), msgs: msgs}
+			s := sendState{stream: NumericID(1), topic: NumericID(1), p: ToPartition(0), msgs: msgs,
+				frames: make([]wire.Message, len(msgs))}
 			buf := make([]byte, wire.HeaderSize, 2<<20)
 			b.SetBytes(int64(size * len(msgs)))
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range msgs {
-					msgs[i].ID, msgs[i].OriginTimestamp = [16]byte{}, 0
+					msgs[i].ID, msgs[i].OriginTimestamp = [16]byte{}, time.Time{}
 				}
 				if err := prepareMessages(msgs); err != nil {
 					b.Fatal(err)
 				}
+				toWire(s.frames, msgs)
 				var err error
 				if buf, err = s.encode(buf[:wire.HeaderSize]); err != nil {
 					b.Fatal(err)
@@ -52,7 +55,9 @@ func BenchmarkClientDecodePoll(b *testing.B) {
 				b.Fatal(err)
 			}
 			body := wire.AppendPollReplyHeader(nil, 0, 999, uint32(len(msgs)))
-			body, err := wire.AppendBatch(body, msgs)
+			frames := make([]wire.Message, len(msgs))
+			toWire(frames, msgs)
+			body, err := wire.AppendBatch(body, frames)
 			if err != nil {
 				b.Fatal(err)
 			}

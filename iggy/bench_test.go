@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,7 +86,7 @@ func benchSend(b *testing.B, storage brokertest.Option, size int) {
 		}
 		for i := range msgs {
 			msgs[i].ID = [16]byte{} // a new id per message, as a producer would
-			msgs[i].OriginTimestamp = 0
+			msgs[i].OriginTimestamp = time.Time{}
 		}
 		if _, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs); err != nil {
 			b.Fatal(err)

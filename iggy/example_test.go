@@ -60,10 +60,7 @@ func ExampleClient_SendMessages() {
 		log.Fatal(err)
 	}
 
-	m, err := iggy.NewMessage([]byte("hello"), iggy.Header("source", iggy.StringValue("example")))
-	if err != nil {
-		log.Fatal(err)
-	}
+	m := iggy.Message{Payload: []byte("hello"), Headers: []iggy.Entry{iggy.Header("source", iggy.StringValue("example"))}}
 	if _, err := c.SendMessages(ctx, stream, topic, iggy.Balanced(), []iggy.Message{m}); err != nil {
 		log.Fatal(err)
 	}
@@ -76,8 +73,7 @@ func ExampleClient_SendMessages() {
 		log.Fatal(err)
 	}
 	for _, m := range reply.Messages {
-		h, _ := iggy.DecodeHeaders(m.Headers)
-		fmt.Println(m.Offset, string(m.Payload), h[0].Value)
+		fmt.Println(m.Offset, string(m.Payload), m.Headers[0].Value)
 	}
 	// Output: 0 hello example
 }

@@ -23,18 +23,19 @@ const MaxPayloadSize = 64_000_000
 // base offset).
 //
 // Before sending it fills in, in msgs itself, every zero ID with a UUID
-// version 7 and every zero OriginTimestamp with the current time (µs), so
-// the caller sees what was sent. It checks each payload (1..MaxPayloadSize
-// bytes) and each headers block (well-formed, at most 100,000 bytes).
+// version 7 and every zero OriginTimestamp with the current time (to the
+// µs), so the caller sees what was sent; the send sets each Checksum. It
+// checks each payload (1..MaxPayloadSize bytes) and each message's headers
+// (see Message.Headers).
 //
 // Balanced and key partitioning are resolved here, as the Go SDK does: the
 // client caches the topic's partition count (from GetTopic, dropped after
 // CreatePartitions or DeletePartitions) and sends to an explicit partition,
 // keeping its own round-robin cursor per topic, or XXH32(key) % count.
 //
-// The payloads are copied into the request; msgs may be reused once
-// SendMessages returns. A send is at-least-once: after a connection failure
-// the batch may or may not have been committed.
+// The payloads and headers are copied into the request; msgs may be
+// reused once SendMessages returns. A send is at-least-once: after a
+// connection failure the batch may or may not have been committed.
 func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, p Partitioning, msgs []Message) (SendConfirmation, error) {
 	const cmd = wire.CmdSendMessages
 	if err := checkIDs(cmd, stream, topic); err != nil {
@@ -50,8 +51,11 @@ func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, p P
 	if err != nil {
 		return SendConfirmation{}, err
 	}
+	frames := getWire(len(msgs))
+	defer putWire(frames)
+	toWire(frames, msgs)
 	var conf SendConfirmation
-	s := sendState{stream: stream, topic: topic, p: rp, msgs: msgs, conf: &conf}
+	s := sendState{stream: stream, topic: topic, p: rp, msgs: msgs, frames: frames, conf: &conf}
 	err = c.do(ctx, cmd, s.encode, s.decode)
 	if err != nil {
 		if errorIsAny(err, ErrPartitionNotFound, ErrResourceNotFound) {
@@ -67,11 +71,16 @@ type sendState struct {
 	stream, topic Identifier
 	p             Partitioning
 	msgs          []Message
+	frames        []wire.Message // msgs as frames
 	conf          *SendConfirmation
 }
 
 func (s *sendState) encode(b []byte) ([]byte, error) {
-	return wire.AppendSendMessages(b, s.stream, s.topic, s.p, s.msgs)
+	b, err := wire.AppendSendMessages(b, s.stream, s.topic, s.p, s.frames)
+	for i := range s.frames {
+		s.msgs[i].Checksum = s.frames[i].Checksum
+	}
+	return b, err
 }
 
 func (s *sendState) decode(p []byte) error {
@@ -97,7 +106,7 @@ func prepareMessages(msgs []Message) error {
 	if len(msgs) == 0 {
 		return fmt.Errorf("no messages to send: %w", ErrInvalidMessagesCount)
 	}
-	now := uint64(time.Now().UnixMicro())
+	now := time.UnixMicro(time.Now().UnixMicro())
 	var base uuid.UUID
 	for i := range msgs {
 		m := &msgs[i]
@@ -107,12 +116,9 @@ func prepareMessages(msgs []Message) error {
 		case n > MaxPayloadSize:
 			return fmt.Errorf("message %d: payload is %d bytes, limit %d: %w", i, n, MaxPayloadSize, ErrTooBigMessagePayload)
 		}
-		if n := len(m.Headers); n > 0 {
-			if n > wire.MaxUserHeadersSize {
-				return fmt.Errorf("message %d: user headers are %d bytes, limit %d: %w", i, n, wire.MaxUserHeadersSize, ErrTooBigUserHeaders)
-			}
-			if err := wire.CheckTLV(m.Headers); err != nil {
-				return fmt.Errorf("message %d: user headers: %w", i, err)
+		if len(m.Headers) > 0 {
+			if err := CheckHeaders(m.Headers); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
 			}
 		}
 		if m.ID == ([16]byte{}) {
@@ -131,7 +137,7 @@ func prepareMessages(msgs []Message) error {
 				m.ID[8] = m.ID[8]&0x3f | 0x80 // RFC 9562 variant
 			}
 		}
-		if m.OriginTimestamp == 0 {
+		if m.OriginTimestamp.IsZero() || m.OriginTimestamp.UnixMicro() == 0 {
 			m.OriginTimestamp = now
 		}
 	}
@@ -191,15 +197,25 @@ func (c *Client) PollMessages(ctx context.Context, r PollRequest) (*PollReply, e
 }
 
 // decodePollReply decodes a poll reply payload that the caller owns; the
-// messages alias it. It allocates only the message slice, sized from the
-// reply's count.
+// messages alias it. It allocates the message slice, sized from the
+// reply's count, and the headers of messages that have them.
 func decodePollReply(body []byte, reply *PollReply) error {
 	d := wire.NewDecoder(body)
 	d.Bytes(12, "poll reply prefix")
+	var w wire.PollReply
 	if n := d.U32("messages count"); d.Err() == nil && uint64(n)*wire.MessageHeaderSize <= uint64(len(body)) {
-		reply.Messages = make([]Message, 0, n)
+		w.Messages = getWire(int(n))[:0]
+		defer func() { putWire(w.Messages) }()
 	}
-	return wire.Unmarshal(body, reply)
+	if err := wire.Unmarshal(body, &w); err != nil {
+		return err
+	}
+	reply.PartitionID, reply.CurrentOffset = w.PartitionID, w.CurrentOffset
+	reply.Messages = make([]Message, len(w.Messages))
+	for i := range w.Messages {
+		reply.Messages[i] = fromWire(&w.Messages[i])
+	}
+	return nil
 }
 
 func checkConsumer(cmd wire.Command, c Consumer) error {

@@ -41,7 +41,7 @@ func TestPollStrategies(t *testing.T) {
 	require.NoError(t, err)
 	for {
 		time.Sleep(time.Millisecond)
-		if uint64(time.Now().UnixMicro()) > all.Messages[4].Timestamp {
+		if time.Now().After(all.Messages[4].Timestamp) {
 			break
 		}
 	}
@@ -55,7 +55,7 @@ func TestPollStrategies(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all.Messages, 10)
 	require.EqualValues(t, 9, all.CurrentOffset)
-	require.Greater(t, all.Messages[5].Timestamp, all.Messages[4].Timestamp)
+	require.True(t, all.Messages[5].Timestamp.After(all.Messages[4].Timestamp))
 
 	require.NoError(t, c.StoreConsumerOffset(ctx, consumer, s, tp, iggy.Partition(0), 6))
 	cases := []struct {
@@ -69,7 +69,7 @@ func TestPollStrategies(t *testing.T) {
 		{"offset past the end", iggy.AtOffset(10), 4, []uint64{}},
 		{"last", iggy.Last(), 3, []uint64{7, 8, 9}},
 		{"next", iggy.Next(), 10, []uint64{7, 8, 9}},
-		{"timestamp", iggy.AtTimestamp(all.Messages[5].Timestamp), 100, []uint64{5, 6, 7, 8, 9}},
+		{"timestamp", iggy.AtTimestamp(uint64(all.Messages[5].Timestamp.UnixMicro())), 100, []uint64{5, 6, 7, 8, 9}},
 		{"timestamp zero", iggy.AtTimestamp(0), 2, []uint64{0, 1}},
 	}
 	for i, tc := range cases {
@@ -203,7 +203,7 @@ func TestZeroIDsAndTimestampsAreFilled(t *testing.T) {
 	fixed := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	msgs[3].ID = fixed
 	before := uint64(time.Now().UnixMicro())
-	msgs[4].OriginTimestamp = before - 1000
+	msgs[4].OriginTimestamp = time.UnixMicro(int64(before - 1000))
 	_, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), msgs)
 	require.NoError(t, err)
 	after := uint64(time.Now().UnixMicro())
@@ -231,9 +231,11 @@ func TestZeroIDsAndTimestampsAreFilled(t *testing.T) {
 		ms := uint64(sec*1000 + nsec/1e6)
 		require.True(t, ms >= before/1000 && ms <= after/1000+1, "message %d: uuid time %d outside [%d, %d]", i, ms, before/1000, after/1000)
 		if i == 4 {
-			require.Equal(t, before-1000, m.OriginTimestamp)
+			require.EqualValues(t, before-1000, m.OriginTimestamp.UnixMicro())
 		} else {
-			require.True(t, m.OriginTimestamp >= before && m.OriginTimestamp <= after, "message %d origin %d", i, m.OriginTimestamp)
+			origin := uint64(m.OriginTimestamp.UnixMicro())
+			require.True(t, origin >= before && origin <= after, "message %d origin %d", i, origin)
+			require.Equal(t, msgs[i].OriginTimestamp, m.OriginTimestamp, "the caller's slice shows the origin timestamp sent")
 		}
 	}
 }
@@ -252,10 +254,10 @@ func TestHeadersRoundTrip(t *testing.T) {
 		iggy.Header("offset", iggy.Int64Value(-9)),
 		iggy.Header("blob", iggy.RawValue([]byte{0, 1, 2})),
 	}
-	m, err := iggy.NewMessage([]byte("payload"), entries...)
-	require.NoError(t, err)
+	m := iggy.Message{Payload: []byte("payload"), Headers: entries}
 	plain := iggy.Message{Payload: []byte("plain")}
-	_, err = c.SendMessages(ctx, s, tp, iggy.ToPartition(0), []iggy.Message{m, plain})
+	sent := []iggy.Message{m, plain}
+	_, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), sent)
 	require.NoError(t, err)
 
 	r, err := c.PollMessages(ctx, iggy.PollRequest{
@@ -265,19 +267,27 @@ func TestHeadersRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, r.Messages, 2)
 	require.Equal(t, "payload", string(r.Messages[0].Payload))
-	got, err := iggy.DecodeHeaders(r.Messages[0].Headers)
-	require.NoError(t, err)
-	require.Equal(t, entries, got)
-	none, err := iggy.DecodeHeaders(r.Messages[1].Headers)
-	require.NoError(t, err)
-	require.Empty(t, none)
+	require.Equal(t, entries, r.Messages[0].Headers)
+	require.NoError(t, r.Messages[0].HeadersErr)
+	require.Empty(t, r.Messages[1].Headers)
+	require.Equal(t, sent[0].Checksum, r.Messages[0].Checksum, "the send sets the checksum")
+}
 
-	_, err = iggy.EncodeHeaders(iggy.Header("n", iggy.Value{Kind: wire.KindUint32, Data: []byte{1}}))
-	require.ErrorIs(t, err, wire.ErrInvalidHeaderValue)
-	_, err = iggy.EncodeHeaders(iggy.Header("", iggy.StringValue("x")))
-	require.Error(t, err)
-	_, err = iggy.DecodeHeaders([]byte{2, 1, 0})
-	require.ErrorIs(t, err, wire.ErrMalformed)
+func TestMessageKey(t *testing.T) {
+	t.Parallel()
+	m := iggy.Message{Headers: []iggy.Entry{iggy.Header(iggy.KeyHeader, iggy.StringValue("k"))}}
+	k, ok := m.Key()
+	require.True(t, ok)
+	require.Equal(t, iggy.StringValue("k"), k)
+	m.Headers[0].Value = iggy.RawValue([]byte{1})
+	k, ok = m.Key()
+	require.True(t, ok)
+	require.Equal(t, iggy.RawValue([]byte{1}), k)
+	m.Headers[0].Value = iggy.BoolValue(true)
+	_, ok = m.Key()
+	require.False(t, ok, "a key is a string or raw bytes")
+	_, ok = (&iggy.Message{}).Key()
+	require.False(t, ok)
 }
 
 func TestSendValidation(t *testing.T) {
@@ -291,7 +301,6 @@ func TestSendValidation(t *testing.T) {
 	for i := range 500 {
 		big = append(big, iggy.Header(fmt.Sprintf("key-%03d", i), iggy.StringValue(strings.Repeat("v", 200))))
 	}
-	bigHeaders := wire.AppendTLV(nil, big)
 	cases := []struct {
 		msgs []iggy.Message
 		want error
@@ -300,17 +309,17 @@ func TestSendValidation(t *testing.T) {
 		{nil, iggy.ErrInvalidMessagesCount, "no messages"},
 		{[]iggy.Message{{Payload: []byte("ok")}, {}}, iggy.ErrEmptyMessagePayload, "message 1: payload is empty"},
 		{[]iggy.Message{{Payload: make([]byte, iggy.MaxPayloadSize+1)}}, iggy.ErrTooBigMessagePayload, "limit 64000000"},
-		{[]iggy.Message{{Payload: []byte("x"), Headers: []byte{2, 1, 0, 0}}}, wire.ErrMalformed, "message 0: user headers"},
-		{[]iggy.Message{{Payload: []byte("x"), Headers: bigHeaders}}, iggy.ErrTooBigUserHeaders, "user headers are"},
+		{[]iggy.Message{{Payload: []byte("x"), Headers: []iggy.Entry{iggy.Header("n", iggy.Value{Kind: wire.KindUint32, Data: []byte{1}})}}},
+			wire.ErrInvalidHeaderValue, "message 0: user headers: header 0 value"},
+		{[]iggy.Message{{Payload: []byte("x"), Headers: []iggy.Entry{iggy.Header("", iggy.StringValue("x"))}}},
+			wire.ErrInvalidKeyValueLength, "message 0: user headers: header 0 key"},
+		{[]iggy.Message{{Payload: []byte("x"), Headers: big}}, iggy.ErrTooBigUserHeaders, "user headers are"},
 	}
 	for i, tc := range cases {
 		_, err := c.SendMessages(ctx, s, tp, iggy.ToPartition(0), tc.msgs)
 		require.ErrorIs(t, err, tc.want, "case %d", i)
 		require.ErrorContains(t, err, tc.text, "case %d", i)
 	}
-	_, err := iggy.EncodeHeaders(big...)
-	require.ErrorIs(t, err, iggy.ErrTooBigUserHeaders)
-
 	// Nothing was sent, and the connection is fine.
 	r, err := c.PollMessages(ctx, iggy.PollRequest{
 		Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,

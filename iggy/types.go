@@ -1,8 +1,7 @@
 package iggy
 
 import (
-	"fmt"
-
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/iggy/wire"
 )
 
@@ -10,8 +9,6 @@ import (
 type (
 	// Identifier names a stream, topic or consumer group by id or name.
 	Identifier = wire.Identifier
-	// Message is one message: what a producer sends and a poll returns.
-	Message = wire.Message
 	// Partitioning picks the partition of a send.
 	Partitioning = wire.Partitioning
 	// PollingStrategy says where a poll starts.
@@ -32,7 +29,6 @@ type (
 	GroupMember        = wire.GroupMember
 	ConsumerOffsetInfo = wire.ConsumerOffsetInfo
 	SendConfirmation   = wire.SendConfirmation
-	PollReply          = wire.PollReply
 	Stats              = wire.Stats
 	ClusterMetadata    = wire.ClusterMetadata
 	ClusterNode        = wire.ClusterNode
@@ -40,12 +36,13 @@ type (
 	PATInfo            = wire.PATInfo
 	OptionDescriptor   = wire.OptionDescriptor
 
-	// Entry is one key/value pair of user headers or topic options.
-	Entry = wire.Entry
+	// Entry is one key/value pair of user headers or topic options
+	// (package header's Header).
+	Entry = header.Header
 	// Value is a typed header or option value.
-	Value = wire.Value
+	Value = header.Value
 	// ValueKind is the type tag of a Value.
-	ValueKind = wire.ValueKind
+	ValueKind = header.Kind
 )
 
 // NumericID identifies a resource by its numeric id.
@@ -99,61 +96,22 @@ func SingleConsumer(id Identifier) Consumer { return Consumer{Kind: wire.Consume
 func ConsumerGroup(id Identifier) Consumer { return Consumer{Kind: wire.ConsumerGroup, ID: id} }
 
 // Header builds a user-header entry with a string key.
-func Header(key string, v Value) Entry { return wire.Header(key, v) }
+func Header(key string, v Value) Entry { return header.New(key, v) }
 
 // StringValue is a UTF-8 string header or option value (1..255 bytes).
-func StringValue(s string) Value { return wire.StringValue(s) }
+func StringValue(s string) Value { return header.StringValue(s) }
 
 // RawValue is a raw-bytes header value (1..255 bytes).
-func RawValue(b []byte) Value { return wire.RawValue(b) }
+func RawValue(b []byte) Value { return header.RawValue(b) }
 
 // BoolValue is a bool value.
-func BoolValue(b bool) Value { return wire.BoolValue(b) }
+func BoolValue(b bool) Value { return header.BoolValue(b) }
 
 // Int64Value is an int64 value.
-func Int64Value(v int64) Value { return wire.Int64Value(v) }
+func Int64Value(v int64) Value { return header.Int64Value(v) }
 
 // Uint32Value is a uint32 value.
-func Uint32Value(v uint32) Value { return wire.Uint32Value(v) }
+func Uint32Value(v uint32) Value { return header.Uint32Value(v) }
 
 // Uint64Value is a uint64 value.
-func Uint64Value(v uint64) Value { return wire.Uint64Value(v) }
-
-// EncodeHeaders encodes user headers for Message.Headers, checking every
-// key and value (kinds non-zero, 1..255 bytes, fixed sizes per kind) and
-// the 100,000-byte limit.
-func EncodeHeaders(entries ...Entry) ([]byte, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	b, err := wire.EncodeTLV(entries)
-	if err != nil {
-		return nil, fmt.Errorf("iggy: user headers: %w", err)
-	}
-	if len(b) > wire.MaxUserHeadersSize {
-		return nil, fmt.Errorf("iggy: user headers are %d bytes, limit %d: %w", len(b), wire.MaxUserHeadersSize, ErrTooBigUserHeaders)
-	}
-	return b, nil
-}
-
-// DecodeHeaders decodes Message.Headers. The values alias b.
-func DecodeHeaders(b []byte) ([]Entry, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	e, err := wire.ParseTLV(b)
-	if err != nil {
-		return nil, fmt.Errorf("iggy: user headers: %w", err)
-	}
-	return e, nil
-}
-
-// NewMessage builds a message with a payload and optional user headers.
-// Its id and origin timestamp are left zero, so a send fills them in.
-func NewMessage(payload []byte, headers ...Entry) (Message, error) {
-	h, err := EncodeHeaders(headers...)
-	if err != nil {
-		return Message{}, err
-	}
-	return Message{Payload: payload, Headers: h}, nil
-}
+func Uint64Value(v uint64) Value { return header.Uint64Value(v) }

@@ -149,10 +149,7 @@ func ExampleHandle_Map() {
 		if kv[2] != "" {
 			hs = append(hs, iggy.Header(live.DeletedHeader, iggy.BoolValue(true)))
 		}
-		msg, err := iggy.NewMessage([]byte(kv[1]), hs...)
-		if err != nil {
-			log.Fatal(err)
-		}
+		msg := iggy.Message{Payload: []byte(kv[1]), Headers: hs}
 		if _, err := h.ProducerClient().SendMessages(ctx, shop, orders, iggy.ToPartition(0), []iggy.Message{msg}); err != nil {
 			log.Fatal(err)
 		}

@@ -81,9 +81,8 @@ func (e *env) sendKeyed(t *testing.T, partition uint32, key, payload string, del
 	if deleted {
 		hs = append(hs, iggy.Header(live.DeletedHeader, iggy.BoolValue(true)))
 	}
-	m, err := iggy.NewMessage([]byte(payload), hs...)
-	require.NoError(t, err)
-	_, err = e.admin.SendMessages(testCtx(t), e.stream, e.topic, iggy.ToPartition(partition), []iggy.Message{m})
+	m := iggy.Message{Payload: []byte(payload), Headers: hs}
+	_, err := e.admin.SendMessages(testCtx(t), e.stream, e.topic, iggy.ToPartition(partition), []iggy.Message{m})
 	require.NoError(t, err)
 }
 

@@ -170,7 +170,7 @@ func (m *Map) Next(ctx context.Context) (Event, error) {
 		if len(m.raw) > 0 {
 			w := m.raw[0]
 			m.raw = m.raw[1:]
-			if ev, ok := m.apply(fromWire(m.partition, &w, true)); ok {
+			if ev, ok := m.apply(fromPoll(m.partition, &w, true)); ok {
 				return ev, nil
 			}
 			continue
@@ -185,7 +185,7 @@ func (m *Map) Next(ctx context.Context) (Event, error) {
 		}
 		i := 0
 		for ; i < len(msgs) && msgs[i].Offset < m.end; i++ {
-			m.apply(fromWire(m.partition, &msgs[i], true))
+			m.apply(fromPoll(m.partition, &msgs[i], true))
 		}
 		m.raw = msgs[i:]
 		if m.next >= m.end {

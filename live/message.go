@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy"
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/iggy/header"
 )
 
 // Message is one message read from a topic.
@@ -24,7 +24,7 @@ type Message struct {
 	// Headers are the user headers, decoded; nil when there are none (or,
 	// rarely, when the server sent a block that does not decode: the
 	// message is still delivered, without them).
-	Headers []iggy.Entry
+	Headers []header.Header
 	Payload []byte
 
 	mark *mark // nil for messages a Map hands out
@@ -34,14 +34,7 @@ type Message struct {
 func (m *Message) PayloadString() string { return string(m.Payload) }
 
 // Header returns the value of the user header with the string key name.
-func (m *Message) Header(name string) (iggy.Value, bool) {
-	for _, e := range m.Headers {
-		if e.Key.Kind == wire.KindString && string(e.Key.Data) == name {
-			return e.Value, true
-		}
-	}
-	return iggy.Value{}, false
-}
+func (m *Message) Header(name string) (header.Value, bool) { return header.Get(m.Headers, name) }
 
 // Done marks the message processed: once every message before it in its
 // partition is processed too, the Stream stores its offset as the
@@ -66,25 +59,22 @@ func (b *Batch) Done() {
 	}
 }
 
-// fromWire converts a polled message. With own the payload and headers
+// fromPoll converts a polled message. With own the payload and headers
 // are copied, so the message does not keep the poll's buffer alive.
-func fromWire(partition uint32, w *iggy.Message, own bool) Message {
+func fromPoll(partition uint32, w *iggy.Message, own bool) Message {
 	m := Message{
 		Partition:       partition,
 		Offset:          w.Offset,
 		ID:              w.ID,
-		Timestamp:       time.UnixMicro(int64(w.Timestamp)),
-		OriginTimestamp: time.UnixMicro(int64(w.OriginTimestamp)),
+		Timestamp:       w.Timestamp,
+		OriginTimestamp: w.OriginTimestamp,
 		Checksum:        w.Checksum,
 		Payload:         w.Payload,
+		Headers:         w.Headers,
 	}
-	raw := w.Headers
 	if own {
 		m.Payload = append([]byte(nil), w.Payload...)
-		raw = append([]byte(nil), w.Headers...)
-	}
-	if h, err := iggy.DecodeHeaders(raw); err == nil {
-		m.Headers = h
+		m.Headers = header.Clone(w.Headers)
 	}
 	return m
 }
@@ -102,7 +92,7 @@ func fromWire(partition uint32, w *iggy.Message, own bool) Message {
 // also travel as a partitioning key (Iggy does not store that with the
 // message).
 const (
-	KeyHeader     = "key"
+	KeyHeader     = iggy.KeyHeader
 	DeletedHeader = "deleted"
 )
 
@@ -111,7 +101,7 @@ const (
 // (including those with a binary key) are skipped.
 func StringKey(m Message) (string, bool) {
 	v, ok := m.Header(KeyHeader)
-	if !ok || v.Kind != wire.KindString {
+	if !ok || v.Kind != header.KindString {
 		return "", false
 	}
 	return string(v.Data), true
@@ -123,7 +113,7 @@ func StringKey(m Message) (string, bool) {
 // string key) are skipped.
 func BytesKey(m Message) (string, bool) {
 	v, ok := m.Header(KeyHeader)
-	if !ok || v.Kind != wire.KindRaw {
+	if !ok || v.Kind != header.KindRaw {
 		return "", false
 	}
 	return string(v.Data), true
@@ -133,7 +123,7 @@ func BytesKey(m Message) (string, bool) {
 // DeletedHeader set to true, as a Target's deletion markers have.
 func IsDeleted(m Message) bool {
 	v, ok := m.Header(DeletedHeader)
-	return ok && v.Kind == wire.KindBool && len(v.Data) == 1 && v.Data[0] == 1
+	return ok && v.Bool()
 }
 
 // Key is a Target key: a string key (Declare) or a binary one

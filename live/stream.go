@@ -247,7 +247,7 @@ func (s *Stream) accept(ctx context.Context, b *iggy.Batch) {
 		if !ok {
 			continue
 		}
-		m := fromWire(b.Partition, &b.Messages[i], false)
+		m := fromPoll(b.Partition, &b.Messages[i], false)
 		m.mark = mk
 		s.buf = append(s.buf, &m)
 	}

@@ -88,11 +88,10 @@ func TestStreamMessageFields(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	ctx := testCtx(t)
-	m0, err := iggy.NewMessage([]byte("hello"), iggy.Header("source", iggy.StringValue("test")))
-	require.NoError(t, err)
+	m0 := iggy.Message{Payload: []byte("hello"), Headers: []iggy.Entry{iggy.Header("source", iggy.StringValue("test"))}}
 	m0.ID = [16]byte{1, 2, 3}
 	before := time.Now().Add(-time.Minute)
-	_, err = e.admin.SendMessages(ctx, e.stream, e.topic, iggy.ToPartition(0), []iggy.Message{m0})
+	_, err := e.admin.SendMessages(ctx, e.stream, e.topic, iggy.ToPartition(0), []iggy.Message{m0})
 	require.NoError(t, err)
 
 	s, err := e.h.Stream(ctx, e.stream, e.topic, "g")

@@ -203,9 +203,9 @@ func (t *Target) apply(ctx context.Context) (Applied, error) {
 			a.Unchanged++
 			continue
 		}
-		h, err := iggy.EncodeHeaders(k.header())
-		if err != nil {
-			return Applied{}, fmt.Errorf("live: target %s/%s: key %s: %w", t.stream, t.topic, k, err)
+		h := []iggy.Entry{k.header()}
+		if err := iggy.CheckHeaders(h); err != nil {
+			return Applied{}, fmt.Errorf("live: target %s/%s: key %s: iggy: %w", t.stream, t.topic, k, err)
 		}
 		msgs = append(msgs, iggy.Message{Payload: v, Headers: h})
 		changes = append(changes, change{key: k, fp: fp})
@@ -229,9 +229,9 @@ func (t *Target) apply(ctx context.Context) (Applied, error) {
 		if err != nil {
 			return Applied{}, fmt.Errorf("live: target %s/%s: deletion value for key %s: %w", t.stream, t.topic, k, err)
 		}
-		h, err := iggy.EncodeHeaders(k.header(), iggy.Header(DeletedHeader, iggy.BoolValue(true)))
-		if err != nil {
-			return Applied{}, fmt.Errorf("live: target %s/%s: key %s: %w", t.stream, t.topic, k, err)
+		h := []iggy.Entry{k.header(), iggy.Header(DeletedHeader, iggy.BoolValue(true))}
+		if err := iggy.CheckHeaders(h); err != nil {
+			return Applied{}, fmt.Errorf("live: target %s/%s: key %s: iggy: %w", t.stream, t.topic, k, err)
 		}
 		msgs = append(msgs, iggy.Message{Payload: v, Headers: h})
 		changes = append(changes, change{key: k, delete: true})

@@ -9,7 +9,6 @@ import (
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/header"
-	"github.com/ferryhq/ferry/iggy/wire"
 )
 
 // Dead-letter headers added to each message sent to a dead-letter topic.
@@ -104,17 +103,14 @@ func letter(m *connector.Message, ours []connector.Header) (iggy.Message, error)
 			headers = append(headers, e)
 		}
 	}
-	h, err := wire.EncodeTLV(append(headers, ours...))
-	if err != nil || len(h) > wire.MaxUserHeadersSize {
-		if h, err = wire.EncodeTLV(ours); err != nil {
+	headers = append(headers, ours...)
+	if iggy.CheckHeaders(headers) != nil {
+		if err := iggy.CheckHeaders(ours); err != nil {
 			return iggy.Message{}, fmt.Errorf("dead-letter headers: %w", err)
 		}
+		headers = ours
 	}
-	out := iggy.Message{ID: m.ID, Payload: m.Payload, Headers: h}
-	if !m.OriginTimestamp.IsZero() {
-		out.OriginTimestamp = uint64(m.OriginTimestamp.UnixMicro())
-	}
-	return out, nil
+	return iggy.Message{ID: m.ID, Payload: m.Payload, Headers: headers, OriginTimestamp: m.OriginTimestamp}, nil
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

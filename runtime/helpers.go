@@ -5,13 +5,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
-	"github.com/ferryhq/ferry/iggy/wire"
 	"github.com/ferryhq/ferry/transform"
 )
 
@@ -69,20 +67,12 @@ func streamCodec(c *config.Connector, i int, schema config.Schema, avroJSON, avr
 	return sc, nil
 }
 
-// fromIggy converts a consumed message.
+// fromIggy converts a consumed message; it fails when its headers do not
+// decode.
 func fromIggy(im *iggy.Message, stream, topic string, partition uint32) (connector.Message, error) {
 	m := connector.Message{
-		ID: im.ID, Payload: im.Payload, Stream: stream, Topic: topic, Partition: partition,
-		Offset: im.Offset, Checksum: im.Checksum,
-		Timestamp:       time.UnixMicro(int64(im.Timestamp)),
-		OriginTimestamp: time.UnixMicro(int64(im.OriginTimestamp)),
+		ID: im.ID, Payload: im.Payload, Headers: im.Headers, Stream: stream, Topic: topic, Partition: partition,
+		Offset: im.Offset, Checksum: im.Checksum, Timestamp: im.Timestamp, OriginTimestamp: im.OriginTimestamp,
 	}
-	if len(im.Headers) > 0 {
-		h, err := wire.ParseTLV(im.Headers)
-		if err != nil {
-			return m, fmt.Errorf("user headers: %w", err)
-		}
-		m.Headers = h
-	}
-	return m, nil
+	return m, im.HeadersErr
 }

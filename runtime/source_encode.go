@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ferryhq/ferry/codec"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/header"
-	"github.com/ferryhq/ferry/iggy/wire"
 )
 
 // A source message that cannot be sent to one of its streams (it does not
@@ -91,7 +91,7 @@ type rejection struct {
 // stamp is the id and origin timestamp a message was first given.
 type stamp struct {
 	id     [16]byte
-	origin uint64
+	origin time.Time
 }
 
 // encode converts d for every output. A rejected message goes, by its
@@ -204,16 +204,7 @@ func toIggy(m *connector.Message, conv codec.Convert) (iggy.Message, error) {
 	if err != nil {
 		return iggy.Message{}, err
 	}
-	out := iggy.Message{ID: m.ID, Payload: payload}
-	if !m.OriginTimestamp.IsZero() {
-		out.OriginTimestamp = uint64(m.OriginTimestamp.UnixMicro())
-	}
-	if h := withoutPosition(m.Headers); len(h) > 0 {
-		if out.Headers, err = wire.EncodeTLV(h); err != nil {
-			return iggy.Message{}, fmt.Errorf("headers: %w", err)
-		}
-	}
-	return out, nil
+	return iggy.Message{ID: m.ID, Payload: payload, Headers: withoutPosition(m.Headers), OriginTimestamp: m.OriginTimestamp}, nil
 }
 
 // withoutPosition is h without its HeaderSourcePosition; h itself when it

@@ -160,14 +160,14 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 	if asJSON {
 		msgs := make([]map[string]any, 0, len(reply.Messages))
 		for _, m := range reply.Messages {
-			j := map[string]any{"offset": m.Offset, "id": idString(m.ID), "timestamp": timeUS(m.Timestamp),
-				"origin_timestamp": timeUS(m.OriginTimestamp)}
+			j := map[string]any{"offset": m.Offset, "id": idString(m.ID), "timestamp": timeUS(uint64(m.Timestamp.UnixMicro())),
+				"origin_timestamp": timeUS(uint64(m.OriginTimestamp.UnixMicro()))}
 			if utf8.Valid(m.Payload) {
 				j["payload"] = string(m.Payload)
 			} else {
 				j["payload_hex"] = hex.EncodeToString(m.Payload)
 			}
-			if hs := headerStrings(m.Headers); len(hs) > 0 {
+			if hs := headerStrings(&m); len(hs) > 0 {
 				j["headers"] = hs
 			}
 			msgs = append(msgs, j)
@@ -176,14 +176,14 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 	}
 	w := bufio.NewWriter(out)
 	for _, m := range reply.Messages {
-		fmt.Fprintf(w, "offset %d  id %s  %s  ", m.Offset, idString(m.ID), timeUS(m.Timestamp))
+		fmt.Fprintf(w, "offset %d  id %s  %s  ", m.Offset, idString(m.ID), timeUS(uint64(m.Timestamp.UnixMicro())))
 		if utf8.Valid(m.Payload) {
 			fmt.Fprintf(w, "%s\n", m.Payload)
 		} else {
 			fmt.Fprintf(w, "0x%x\n", m.Payload)
 		}
 		if headers {
-			for k, v := range headerStrings(m.Headers) {
+			for k, v := range headerStrings(&m) {
 				fmt.Fprintf(w, "    %s: %s\n", k, v)
 			}
 		}
@@ -196,16 +196,15 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 
 func idString(id [16]byte) string { return uuid.UUID(id).String() }
 
-func headerStrings(b []byte) map[string]string {
-	if len(b) == 0 {
+func headerStrings(m *iggy.Message) map[string]string {
+	if m.HeadersErr != nil {
+		return map[string]string{"(unreadable)": "iggy: " + m.HeadersErr.Error()}
+	}
+	if len(m.Headers) == 0 {
 		return nil
 	}
-	entries, err := iggy.DecodeHeaders(b)
-	if err != nil {
-		return map[string]string{"(unreadable)": err.Error()}
-	}
-	out := make(map[string]string, len(entries))
-	for _, e := range entries {
+	out := make(map[string]string, len(m.Headers))
+	for _, e := range m.Headers {
 		out[e.Key.String()] = e.Value.String()
 	}
 	return out

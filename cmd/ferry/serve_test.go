@@ -172,9 +172,7 @@ func TestServeTLSWithCAFile(t *testing.T) {
 
 	msgs := []iggy.Message{}
 	for _, p := range []string{"a", "b", "c"} {
-		m, err := iggy.NewMessage([]byte(p))
-		require.NoError(t, err)
-		msgs = append(msgs, m)
+		msgs = append(msgs, iggy.Message{Payload: []byte(p)})
 	}
 	_, err = c.SendMessages(ctx, sid, tid, iggy.ToPartition(0), msgs)
 	require.NoError(t, err)

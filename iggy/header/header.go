@@ -161,6 +161,28 @@ func (k Key) Is(name string) bool { return k.Kind == KindString && string(k.Data
 // String renders the key for people, as Value.String does.
 func (k Key) String() string { return Value(k).String() }
 
+// Clone returns a copy of hs whose keys and values share one new buffer
+// rather than the memory hs's alias, or nil for no headers.
+func Clone(hs []Header) []Header {
+	if len(hs) == 0 {
+		return nil
+	}
+	n := 0
+	for i := range hs {
+		n += len(hs[i].Key.Data) + len(hs[i].Value.Data)
+	}
+	buf := make([]byte, 0, n)
+	out := make([]Header, len(hs))
+	for i, h := range hs {
+		out[i].Key.Kind, out[i].Value.Kind = h.Key.Kind, h.Value.Kind
+		buf = append(buf, h.Key.Data...)
+		out[i].Key.Data = buf[len(buf)-len(h.Key.Data) : len(buf) : len(buf)]
+		buf = append(buf, h.Value.Data...)
+		out[i].Value.Data = buf[len(buf)-len(h.Value.Data) : len(buf) : len(buf)]
+	}
+	return out
+}
+
 // Header is one user header.
 type Header struct {
 	Key   Key

@@ -52,3 +52,15 @@ func TestValues(t *testing.T) {
 	require.False(t, header.BoolValue(false).Bool())
 	require.Equal(t, "6b", header.BinaryKey([]byte("k")).String())
 }
+
+func TestClone(t *testing.T) {
+	t.Parallel()
+	buf := []byte("kv")
+	hs := []header.Header{{Key: header.Key{Kind: header.KindString, Data: buf[:1]}, Value: header.RawValue(buf[1:])}}
+	c := header.Clone(hs)
+	require.Equal(t, hs, c)
+	buf[0], buf[1] = 'x', 'y'
+	require.Equal(t, "k", string(c[0].Key.Data), "the clone does not alias the original")
+	require.Equal(t, "v", string(c[0].Value.Data))
+	require.Nil(t, header.Clone(nil))
+}
