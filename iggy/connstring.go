@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // DefaultPort is the Iggy server's TCP port, used when a target names
@@ -242,5 +242,5 @@ func parseDuration(s string) (time.Duration, error) {
 	case "0", "off", "none", "disabled":
 		return 0, nil
 	}
-	return wire.ParseHumanDuration(s)
+	return units.ParseDuration(s)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/units"
 	"github.com/spf13/cobra"
 )
 
@@ -140,7 +141,7 @@ func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, erro
 		return nil, usageError{fmt.Errorf("COMPRESSION %q: use none or gzip", compression)}
 	}
 	if expiry != "" {
-		us, err := wire.ParseExpiry(expiry)
+		us, err := units.ParseExpiry(expiry)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("EXPIRY %q: %v (e.g. 1d, \"2h 30m\", never)", expiry, err)}
 		}
@@ -149,7 +150,7 @@ func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, erro
 		opts = append(opts, iggy.TopicRawOption(wire.OptMessageExpiry, wire.Uint64Value(us)))
 	}
 	if maxSize != "" {
-		n, err := wire.ParseSize(maxSize)
+		n, err := units.ParseSize(maxSize)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("--max-topic-size %q: %v", maxSize, err)}
 		}

@@ -169,14 +169,3 @@ func FuzzTLV(f *testing.F) {
 		_, _, _ = DecodeRegisterBody(b)
 	})
 }
-
-func FuzzUnits(f *testing.F) {
-	for _, s := range []string{"1d", "2h 30m", "1GB", "512 MiB", "unlimited", "99999999999999999999d"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = ParseHumanDuration(s)
-		_, _ = ParseSize(s)
-		_, _ = ParseExpiry(s)
-	})
-}

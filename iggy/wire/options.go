@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ferryhq/ferry/iggy/header"
+	"github.com/ferryhq/ferry/internal/units"
 )
 
 // Topic option keys.
@@ -232,7 +233,7 @@ func (o *TopicOptions) apply(key string, v Value, update bool) (bool, error) {
 		o.Compression = c
 		return true, nil
 	case OptMessageExpiry:
-		n, err := u64Value(key, v, ParseExpiry)
+		n, err := u64Value(key, v, units.ParseExpiry)
 		if err != nil {
 			return false, err
 		}
@@ -243,7 +244,7 @@ func (o *TopicOptions) apply(key string, v Value, update bool) (bool, error) {
 		o.MessageExpiry = n
 		return true, nil
 	case OptMaxTopicSize:
-		n, err := u64Value(key, v, ParseSize)
+		n, err := u64Value(key, v, units.ParseSize)
 		if err != nil {
 			return false, err
 		}
@@ -254,7 +255,7 @@ func (o *TopicOptions) apply(key string, v Value, update bool) (bool, error) {
 		o.MaxTopicSize = n
 		return true, nil
 	case OptSegmentSize:
-		n, err := u64Value(key, v, ParseSize)
+		n, err := u64Value(key, v, units.ParseSize)
 		if err != nil {
 			return false, err
 		}
@@ -297,7 +298,7 @@ func (o *TopicOptions) apply(key string, v Value, update bool) (bool, error) {
 		o.MessagesRequiredToSave = uint32(n)
 		return true, nil
 	case OptSizeOfMessagesRequiredToSave:
-		n, err := u64Value(key, v, ParseSize)
+		n, err := u64Value(key, v, units.ParseSize)
 		if err != nil {
 			return false, err
 		}

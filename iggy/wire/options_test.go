@@ -66,28 +66,3 @@ func TestParseOptionsBlock(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, e)
 }
-
-func TestUnits(t *testing.T) {
-	for in, want := range map[string]time.Duration{
-		"1d": 24 * time.Hour, "2h 30m": 150 * time.Minute, "15days": 15 * 24 * time.Hour,
-		"500ms": 500 * time.Millisecond, "1h30m": 90 * time.Minute, "1 s": time.Second,
-	} {
-		got, err := ParseHumanDuration(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "abc", "1x", "5"} {
-		_, err := ParseHumanDuration(in)
-		require.Error(t, err, in)
-	}
-	for in, want := range map[string]uint64{"1GB": 1e9, "512 MiB": 512 << 20, "100": 100, "unlimited": Unlimited, "1.5KB": 1500} {
-		got, err := ParseSize(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	_, err := ParseSize("12 parsecs")
-	require.Error(t, err)
-	exp, err := ParseExpiry("never")
-	require.NoError(t, err)
-	require.Equal(t, uint64(Unlimited), exp)
-}

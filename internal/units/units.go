@@ -1,7 +1,8 @@
 // Package units parses the durations and byte sizes that configuration
 // files, connection strings and the CLI write: humantime durations such as
 // "250ms", "5s" or "1h 30m", and sizes such as "64MiB" or "1GB". It is
-// the one place they are parsed; iggy/wire, config and connector use it.
+// the one place they are parsed: iggy/wire (string-valued topic options),
+// iggy (connection strings), the CLI, config and connector use it.
 package units
 
 import (
@@ -13,7 +14,8 @@ import (
 	"unicode"
 )
 
-// Unlimited is what ParseSize returns for "unlimited", "none" and "never".
+// Unlimited is what ParseSize returns for "unlimited", "none" and "never",
+// and ParseExpiry for "none", "never" and "unlimited".
 const Unlimited = math.MaxUint64
 
 var durationUnits = map[string]time.Duration{
@@ -27,6 +29,29 @@ var durationUnits = map[string]time.Duration{
 	"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
 	"month": 2630016 * time.Second, "months": 2630016 * time.Second,
 	"y": 31557600 * time.Second, "year": 31557600 * time.Second, "years": 31557600 * time.Second,
+}
+
+// ParseExpiry parses a message expiry as the Iggy CLI and server accept it:
+// a duration such as "1d", "2h 30m", "15days" or "500ms", one of "none",
+// "never", "unlimited" (Unlimited: never expires) or "server_default",
+// "default" (0: the server's default), or a plain number of microseconds.
+// It returns microseconds.
+func ParseExpiry(s string) (uint64, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	switch t {
+	case "none", "never", "unlimited":
+		return Unlimited, nil
+	case "server_default", "default":
+		return 0, nil
+	}
+	if n, err := strconv.ParseUint(t, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := ParseDuration(t)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(d / time.Microsecond), nil
 }
 
 // ParseDuration parses a sequence of <number><unit> parts, optionally

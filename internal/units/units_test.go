@@ -26,6 +26,36 @@ func TestParseDuration(t *testing.T) {
 	}
 }
 
+func TestParseExpiryAndSize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]uint64{"never": Unlimited, " None ": Unlimited, "unlimited": Unlimited,
+		"default": 0, "server_default": 0, "1500": 1500, "1d": 86_400_000_000, "2h 30m": 9_000_000_000, "500ms": 500_000} {
+		got, err := ParseExpiry(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseExpiry("often")
+	require.Error(t, err)
+	for in, want := range map[string]uint64{"1GB": 1e9, "512 MiB": 512 << 20, "100": 100, "unlimited": Unlimited, "1.5KB": 1500} {
+		got, err := ParseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err = ParseSize("12 parsecs")
+	require.Error(t, err)
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"1d", "2h 30m", "1GB", "512 MiB", "unlimited", "99999999999999999999d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = ParseDuration(s)
+		_, _ = ParseSize(s)
+		_, _ = ParseExpiry(s)
+	})
+}
+
 func TestFormatRoundTrips(t *testing.T) {
 	t.Parallel()
 	for i, d := range []time.Duration{0, time.Millisecond, 90 * time.Minute, 1500 * time.Millisecond} {
