@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferryhq/ferry/internal/errlist"
+
 	"github.com/ferryhq/ferry/internal/didyoumean"
 )
 
@@ -65,29 +67,10 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 // A loader returns all the problems of a source at once, not just the first.
 type Errors []*FieldError
 
-func (es Errors) Error() string {
-	switch len(es) {
-	case 0:
-		return "no errors"
-	case 1:
-		return es[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d configuration errors:", len(es))
-	for _, e := range es {
-		b.WriteString("\n  " + e.Error())
-	}
-	return b.String()
-}
+func (es Errors) Error() string { return errlist.Error(es) }
 
 // Unwrap gives errors.Is and errors.As access to each FieldError.
-func (es Errors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
+func (es Errors) Unwrap() []error { return errlist.Unwrap(es) }
 
 // Is makes a non-empty Errors match ErrInvalid.
 func (es Errors) Is(target error) bool { return target == ErrInvalid && len(es) > 0 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferryhq/ferry/internal/errlist"
+
 	"github.com/ferryhq/ferry/internal/didyoumean"
 	"github.com/ferryhq/ferry/internal/units"
 )
@@ -44,26 +46,10 @@ func (e *SettingError) Error() string {
 // of the file.
 type SettingErrors []*SettingError
 
-func (es SettingErrors) Error() string {
-	if len(es) == 1 {
-		return es[0].Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d configuration errors:", len(es))
-	for _, e := range es {
-		b.WriteString("\n  " + e.Error())
-	}
-	return b.String()
-}
+func (es SettingErrors) Error() string { return errlist.Error(es) }
 
 // Unwrap gives errors.As access to each SettingError.
-func (es SettingErrors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
+func (es SettingErrors) Unwrap() []error { return errlist.Unwrap(es) }
 
 // Parse checks p against the spec and returns the parsed values, or
 // SettingErrors naming every problem: unknown keys (with "did you mean"),
