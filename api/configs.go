@@ -34,7 +34,7 @@ func (s *Server) runningVersion(kind connector.Kind, key string) (uint64, bool) 
 // it (a restart runs it), running when the connector runs it now.
 func (s *Server) view(kind connector.Kind, c *config.Connector, active bool) configVersion {
 	n, runs := s.runningVersion(kind, c.Key)
-	return configVersion{c: c, active: active, running: runs && n == c.Version}
+	return configVersion{c: s.redacted(c), active: active, running: runs && n == c.Version}
 }
 
 // listConfigs serves GET /{kind}s/{key}/configs: every stored version,
@@ -184,7 +184,7 @@ func (s *Server) createConfig(w http.ResponseWriter, r *http.Request, kind conne
 	// Answers hide secrets; a configuration read, edited and sent back
 	// gets them again from the version it came from.
 	if old, err := p.Active(r.Context(), config.Kind(kind), key); err == nil {
-		config.UnredactBy(c, old, pluginSecrets(c))
+		config.UnredactBy(c, old, s.pluginSecrets(c))
 	}
 	if err := s.admit(kind, key, c); err != nil {
 		return err

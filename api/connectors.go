@@ -53,7 +53,7 @@ func (s *Server) getTransforms(w http.ResponseWriter, r *http.Request, kind conn
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, transforms(i.Config))
+	writeJSON(w, http.StatusOK, s.transforms(i.Config))
 	return nil
 }
 

@@ -63,7 +63,7 @@ func (s *Server) details(i runtime.Info) (connectorDetails, error) {
 	if i.Config == nil {
 		return d, nil
 	}
-	streams, err := field(i.Config, "streams")
+	streams, err := field(s.redacted(i.Config), "streams")
 	if err != nil {
 		return d, err
 	}
@@ -71,12 +71,13 @@ func (s *Server) details(i runtime.Info) (connectorDetails, error) {
 	return d, nil
 }
 
-func transforms(c *config.Connector) []transformInfo {
+// transforms lists c's transforms for an answer, secrets redacted.
+func (s *Server) transforms(c *config.Connector) []transformInfo {
 	out := []transformInfo{}
 	if c == nil {
 		return out
 	}
-	for _, t := range redacted(c).Transforms {
+	for _, t := range s.redacted(c).Transforms {
 		cfg := t.Config
 		if cfg == nil {
 			cfg = map[string]any{"enabled": t.Enabled}
@@ -88,22 +89,28 @@ func transforms(c *config.Connector) []transformInfo {
 
 // redacted is c for an answer: the plugin_config fields its connector's
 // spec marks secret are redacted, or, for a connector that declares no
-// spec (or none of the built-ins in connector.Default), the keys that
-// look secret.
-func redacted(c *config.Connector) *config.Connector { return c.RedactedBy(pluginSecrets(c)) }
+// spec, the keys that look secret.
+func (s *Server) redacted(c *config.Connector) *config.Connector {
+	return c.RedactedBy(s.pluginSecrets(c))
+}
 
-// pluginSecrets says which plugin_config keys of c are secret, by its
-// connector's spec; nil when there is none.
-func pluginSecrets(c *config.Connector) func(key string) bool {
-	if info, ok := connector.Default.Lookup(connector.Kind(c.Type), c.Path); ok && info.Spec != nil {
+// pluginSecrets says which plugin_config keys of c are secret, by the
+// spec of its connector in the runtime's registry; nil when there is none.
+func (s *Server) pluginSecrets(c *config.Connector) func(key string) bool {
+	reg := s.rt.Registry()
+	if reg == nil {
+		reg = connector.Default
+	}
+	if info, ok := reg.Lookup(connector.Kind(c.Type), c.Path); ok && info.Spec != nil {
 		return info.Spec.Secret
 	}
 	return nil
 }
 
-// field returns one field of a connector in upstream's JSON shape.
+// field returns one field of a connector in upstream's JSON shape; the
+// caller redacts c first.
 func field(c *config.Connector, name string) (json.RawMessage, error) {
-	data, err := json.Marshal(redacted(c))
+	data, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s %q: %w", c.Type, c.Key, err)
 	}
@@ -126,13 +133,13 @@ func field(c *config.Connector, name string) (json.RawMessage, error) {
 // version the connector runs now, and, on the active version while
 // another one runs, "restart_required".
 type configVersion struct {
-	c       *config.Connector
+	c       *config.Connector // redacted (Server.redacted)
 	active  bool
 	running bool
 }
 
 func (v configVersion) MarshalJSON() ([]byte, error) {
-	data, err := json.Marshal(redacted(v.c))
+	data, err := json.Marshal(v.c)
 	if err != nil {
 		return nil, err
 	}

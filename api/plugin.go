@@ -49,7 +49,7 @@ func (s *Server) getPluginConfig(w http.ResponseWriter, r *http.Request, kind co
 	if format == "" {
 		format = config.FormatTOML
 	}
-	body, err := renderPluginConfig(redacted(i.Config).PluginConfig, format)
+	body, err := renderPluginConfig(s.redacted(i.Config).PluginConfig, format)
 	if err != nil {
 		return &APIError{Status: http.StatusBadRequest, Code: codeError,
 			Reason: fmt.Sprintf("cannot convert the plugin_config of %s %q to %s: %v", kind, key, format, err), Err: err}

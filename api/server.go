@@ -43,6 +43,9 @@ type Runtime interface {
 	// credentials); Config is the runtime's configuration.
 	IggyAddress() string
 	Config() *config.Runtime
+	// Registry resolves connector paths (and their settings specs, for
+	// redacting answers exactly).
+	Registry() *connector.Registry
 }
 
 var _ Runtime = (*runtime.Runtime)(nil)

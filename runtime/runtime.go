@@ -72,6 +72,10 @@ func New(cfg *config.Runtime, opts Options) (*Runtime, error) {
 // Metrics returns the runtime's metrics.
 func (r *Runtime) Metrics() *Metrics { return r.metrics }
 
+// Registry returns the registry the runtime resolves connector paths
+// with.
+func (r *Runtime) Registry() *connector.Registry { return r.opts.Registry }
+
 // Config returns the runtime configuration.
 func (r *Runtime) Config() *config.Runtime { return r.cfg }
 
