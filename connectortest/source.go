@@ -24,6 +24,11 @@ type SourceSuite struct {
 	// crash carries the same ids and Iggy-side or sink-side deduplication
 	// removes the repeats.
 	StableIDs bool
+	// Synthetic, for a source with no external system that makes its own
+	// records (such as random), is how many it makes in all before it
+	// ends (its max_count); Add is then nil, and the suite checks counts
+	// instead of payloads.
+	Synthetic int
 }
 
 // pollTimeout bounds how long the suite waits for data it added.
@@ -32,8 +37,12 @@ const pollTimeout = time.Minute
 // Source runs the conformance suite for a source; each check is a subtest.
 func Source(t *testing.T, s SourceSuite) {
 	t.Helper()
-	if s.New == nil || s.Add == nil {
-		t.Fatal("connectortest.Source: New and Add are required")
+	if s.New == nil || (s.Add == nil) == (s.Synthetic == 0) {
+		t.Fatal("connectortest.Source: New, and either Add or Synthetic, are required")
+	}
+	if s.Synthetic > 0 {
+		syntheticSource(t, s)
+		return
 	}
 	t.Run("delivers what was added, in order", func(t *testing.T) {
 		want := s.Add(t, 12)
@@ -260,4 +269,52 @@ func payloads(ms []connector.Message) []string {
 		out[i] = string(m.Payload)
 	}
 	return out
+}
+
+// syntheticSource checks a source that makes its own records: it makes
+// exactly Synthetic records and ends, and one resumed from the state of
+// an acknowledged batch makes the rest — neither skipping nor repeating
+// beyond that batch.
+func syntheticSource(t *testing.T, s SourceSuite) {
+	t.Run("makes what it says, then ends", func(t *testing.T) {
+		src := openSource(t, s, nil)
+		if got := countToEnd(t, src); got != s.Synthetic {
+			t.Fatalf("the source made %d records before ending, want %d", got, s.Synthetic)
+		}
+	})
+	t.Run("resumes from its state neither skipping nor repeating beyond one batch", func(t *testing.T) {
+		first := openSource(t, s, nil)
+		b := pollOne(t, first)
+		ack(t, first, b)
+		closeSource(t, first)
+		if b.State == nil {
+			t.Fatal("a batch with messages carried no state: a restart would make it again forever")
+		}
+		rest := countToEnd(t, openSource(t, s, b.State))
+		if rest < s.Synthetic-len(b.Messages) || rest > s.Synthetic {
+			t.Fatalf("after a restart from the state of a batch of %d, the source made %d more; want %d (or that batch again: %d)",
+				len(b.Messages), rest, s.Synthetic-len(b.Messages), s.Synthetic)
+		}
+	})
+}
+
+// countToEnd polls, acknowledging, until the source ends its input.
+func countToEnd(t *testing.T, src connector.Source) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
+	n := 0
+	for {
+		b, err := src.Poll(ctx)
+		if errors.Is(err, connector.ErrEndOfInput) {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("Poll after %d records: %v", n, err)
+		}
+		if b != nil {
+			n += len(b.Messages)
+			ack(t, src, b)
+		}
+	}
 }
