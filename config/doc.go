@@ -101,7 +101,7 @@
 // when the value looks like a number); a new field's type is inferred as
 // upstream does (true/false, integer, float, [list], string), and a value
 // inferred as anything but a string is an [EnvValue] that keeps the
-// variable's exact text: connector.PluginConfig.Decode gives that text to
+// variable's exact text: connector.Spec.Parse gives that text to
 // a string field ("0042" stays "0042") and the inferred value to others.
 // ..._PLUGIN_CONFIG_FORMAT is the plugin_config_format key, never a field.
 // Adding new fields needs the list of variable names, which [EnvFunc]

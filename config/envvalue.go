@@ -17,7 +17,7 @@ import (
 // and Inferred the value as upstream infers it (bool, int64, float64, or
 // []any whose items are strings or EnvValues).
 //
-// connector.PluginConfig.Decode gives a string field Raw and any other
+// connector.Spec.Parse gives a string field Raw and any other
 // field Inferred, so a secret such as "0042" reaches a string field
 // unchanged while "250" still fills an integer field. JSON, TOML and YAML
 // renderings (the API, stored files) show Inferred.
@@ -27,7 +27,7 @@ type EnvValue struct {
 }
 
 // EnvText returns the variable's text and the inferred value; it is how
-// connector.PluginConfig.Decode recognizes an EnvValue.
+// connector.Spec.Parse recognizes an EnvValue.
 func (v EnvValue) EnvText() (raw string, inferred any) { return v.Raw, v.Inferred }
 
 // MarshalJSON renders the inferred value.

@@ -15,28 +15,22 @@ import (
 // field comes from the environment, so its type is inferred.
 const envSinkFile = "type = \"sink\"\nkey = \"h\"\npath = \"http\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n[plugin_config]\nurl = \"http://127.0.0.1:1/x\"\n"
 
-// envTarget is a connector's plugin_config struct, as a connector decodes it.
-type envTarget struct {
-	URL           string   `json:"url"`
-	SigningSecret string   `json:"signing_secret"`
-	Password      *string  `json:"password"`
-	Flag          string   `json:"flag"`
-	Count         int      `json:"count"`
-	Port          uint16   `json:"port"`
-	Ratio         float64  `json:"ratio"`
-	Enabled       bool     `json:"enabled"`
-	Hosts         []string `json:"hosts"`
-	Ports         []int    `json:"ports"`
-	Anything      any      `json:"anything"`
-	Nested        struct {
-		Inner string `json:"inner"`
-	} `json:"nested"`
-	Embedded
-}
-
-type Embedded struct {
-	Token string `json:"token"`
-}
+// envSpec is a connector's plugin_config spec, as a connector declares it.
+var envSpec = connector.NewSpec(
+	connector.NewStringField("url"),
+	connector.NewStringField("signing_secret").AsSecret(),
+	connector.NewStringField("password").AsSecret(),
+	connector.NewStringField("flag"),
+	connector.NewIntField("count"),
+	connector.NewIntField("port").Between(0, 65535),
+	connector.NewFloatField("ratio"),
+	connector.NewBoolField("enabled"),
+	connector.NewStringListField("hosts"),
+	connector.NewListField("ports", connector.NewIntField("")),
+	connector.NewAnyField("anything"),
+	connector.NewObjectField("nested", connector.NewStringField("inner")),
+	connector.NewStringField("token"),
+)
 
 func parseWithEnv(t *testing.T, vars map[string]string) *Connector {
 	t.Helper()
@@ -68,39 +62,38 @@ func TestEnvValuesKeepTheirText(t *testing.T) {
 		"TOKEN":          "1e3",
 	})
 	require.Equal(t, EnvValue{Raw: "123456", Inferred: int64(123456)}, c.PluginConfig["signing_secret"])
-	var got envTarget
-	p := connector.PluginConfig{Values: c.PluginConfig, Source: "h.toml"}
-	require.NoError(t, p.Decode(&got))
-	require.Equal(t, "123456", got.SigningSecret)
-	require.NotNil(t, got.Password)
-	require.Equal(t, "0042", *got.Password)
-	require.Equal(t, "true", got.Flag)
-	require.Equal(t, 250, got.Count)
-	require.Equal(t, uint16(42), got.Port)
-	require.Equal(t, 2.5, got.Ratio)
-	require.True(t, got.Enabled)
-	require.Equal(t, []string{"a", "0042", "true"}, got.Hosts)
-	require.Equal(t, []int{80, 443}, got.Ports)
-	require.Equal(t, float64(7), got.Anything, "an untyped field gets the inferred value")
-	require.Equal(t, "1e3", got.Token, "fields of embedded structs too")
+	got, err := envSpec.Parse(connector.PluginConfig{Values: c.PluginConfig, Source: "h.toml", Vars: c.PluginConfigVars})
+	require.NoError(t, err)
+	require.Equal(t, "123456", got.String("signing_secret"))
+	require.True(t, got.Has("password"))
+	require.Equal(t, "0042", got.String("password"))
+	require.Equal(t, "true", got.String("flag"))
+	require.Equal(t, 250, got.Int("count"))
+	require.Equal(t, 42, got.Int("port"))
+	require.Equal(t, 2.5, got.Float("ratio"))
+	require.True(t, got.Bool("enabled"))
+	require.Equal(t, []string{"a", "0042", "true"}, got.Strings("hosts"))
+	require.Equal(t, []int{80, 443}, got.Ints("ports"))
+	require.Equal(t, int64(7), got.Value("anything"), "an any field gets the inferred value")
+	require.Equal(t, "1e3", got.String("token"))
 
 	// Password = true, as a string field, in every spelling.
 	for i, v := range []string{"true", "TRUE", "false", "1", "-0", " 42 "} {
 		c := parseWithEnv(t, map[string]string{"PASSWORD": v})
-		var got envTarget
-		require.NoError(t, connector.PluginConfig{Values: c.PluginConfig}.Decode(&got), "case %d", i)
-		require.Equal(t, v, *got.Password, "case %d", i)
+		got, err := envSpec.Parse(connector.PluginConfig{Values: c.PluginConfig})
+		require.NoError(t, err, "case %d", i)
+		require.Equal(t, v, got.String("password"), "case %d", i)
 	}
 
 	// Values in the file stay strict: a number for a string field is an error.
-	var strict envTarget
-	err := connector.PluginConfig{Values: map[string]any{"password": int64(42)}, Source: "f.toml"}.Decode(&strict)
-	require.ErrorContains(t, err, "f.toml: plugin_config.password is number, want string")
+	_, err = envSpec.Parse(connector.PluginConfig{Values: map[string]any{"password": int64(42)}, Source: "f.toml"})
+	require.EqualError(t, err, "f.toml: plugin_config.password: expected a string, got an integer")
 	// A number for a numeric field from a variable that is not a number
-	// names the field.
+	// names the field and the variable.
 	c = parseWithEnv(t, map[string]string{"COUNT": "many"})
-	err = connector.PluginConfig{Values: c.PluginConfig, Source: "h.toml"}.Decode(&strict)
-	require.ErrorContains(t, err, "h.toml: plugin_config.count is string, want int")
+	_, err = envSpec.Parse(connector.PluginConfig{Values: c.PluginConfig, Source: "h.toml", Vars: c.PluginConfigVars})
+	require.EqualError(t, err, `h.toml: environment variable IGGY_CONNECTORS_SINK_H_PLUGIN_CONFIG_COUNT (plugin_config.count): `+
+		`expected an integer, got "many"`)
 }
 
 // TestEnvValueRenderings: the API and stored files show the inferred

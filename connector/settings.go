@@ -131,6 +131,24 @@ func (s *Settings) StringMap(name string) map[string]string {
 	return nil
 }
 
+// Objects returns a list of tables' settings (nil when unset).
+func (s *Settings) Objects(name string) []*Settings {
+	x, _ := s.get(name, TypeList).([]any)
+	if x == nil {
+		return nil
+	}
+	out := make([]*Settings, len(x))
+	for i, e := range x {
+		out[i], _ = e.(*Settings)
+	}
+	return out
+}
+
+// Value returns a field's parsed value of whatever type, for an any or
+// an either field (a *Settings for a table alternative); nil when unset
+// without default.
+func (s *Settings) Value(name string) any { return s.get(name, s.typeOf(name)) }
+
 // Object returns a nested table's settings.
 func (s *Settings) Object(name string) *Settings {
 	v, _ := s.get(name, TypeObject).(*Settings)

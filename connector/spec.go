@@ -20,6 +20,8 @@ const (
 	TypeList     Type = "list"      // of Elem
 	TypeMap      Type = "map"       // string keys to Elem
 	TypeObject   Type = "object"    // a nested table of Fields
+	TypeAny      Type = "value"     // any value, as the file gives it
+	TypeEither   Type = "either"    // one of Alternatives, chosen by the value's kind
 )
 
 // Spec declares a connector's plugin_config: one list of fields drives the
@@ -90,6 +92,10 @@ type Field struct {
 	Elem *Field
 	// Fields are the keys of an object.
 	Fields []Field
+	// Alternatives are the shapes an either field takes, such as a name
+	// or a table: the first whose type takes the value's kind (a string,
+	// a number, a table, a list) parses it.
+	Alternatives []Field
 	// Min and Max bound an int, a size or a list's length when set.
 	Min, Max *int64
 	// Numbers lets a string field take a number, read as its decimal text.
@@ -144,6 +150,18 @@ func NewStringMapField(name string) Field { return NewMapField(name, NewStringFi
 // NewObjectField declares a nested table of fields.
 func NewObjectField(name string, fields ...Field) Field {
 	return Field{Name: name, Type: TypeObject, Fields: fields}
+}
+
+// NewAnyField declares a value of any type (string, int64, float64,
+// bool, []any, map[string]any, as the file gives it), which the
+// connector interprets itself.
+func NewAnyField(name string) Field { return Field{Name: name, Type: TypeAny} }
+
+// NewEitherField declares a value of one of the alternatives (whose
+// names are ignored), told apart by the value's kind: no two may take the
+// same kind.
+func NewEitherField(name string, alternatives ...Field) Field {
+	return Field{Name: name, Type: TypeEither, Alternatives: alternatives}
 }
 
 // WithDoc sets the one-line documentation.
@@ -262,7 +280,23 @@ func checkField(name string, f Field) error {
 		}
 	case TypeObject:
 		return checkFields(name+".", f.Fields)
-	case TypeString, TypeInt, TypeFloat, TypeBool, TypeDuration, TypeSize:
+	case TypeEither:
+		if len(f.Alternatives) < 2 {
+			return fmt.Errorf("spec field %q: fewer than two alternatives", name)
+		}
+		taken := map[string]bool{}
+		for _, a := range f.Alternatives {
+			if err := checkField(name, a); err != nil {
+				return err
+			}
+			for _, k := range a.kinds() {
+				if taken[k] || a.Type == TypeEither || a.Type == TypeAny {
+					return fmt.Errorf("spec field %q: alternatives that take the same kind of value", name)
+				}
+				taken[k] = true
+			}
+		}
+	case TypeString, TypeInt, TypeFloat, TypeBool, TypeDuration, TypeSize, TypeAny:
 	default:
 		return fmt.Errorf("spec field %q: unknown type %q", name, f.Type)
 	}

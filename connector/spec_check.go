@@ -3,6 +3,7 @@ package connector
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,10 +228,14 @@ func (f *Field) parse(c *checker, key string, v any) (any, bool) {
 		fromEnv = true
 		raw, inferred := e.EnvText()
 		switch f.Type {
-		case TypeList:
+		case TypeList, TypeMap, TypeObject, TypeAny:
 			v = inferred
-		case TypeMap, TypeObject:
-			v = inferred
+		case TypeEither:
+			if k := kindOf(inferred); k == "table" || k == "list" {
+				v = inferred
+			} else {
+				v = raw
+			}
 		default:
 			v = raw
 		}
@@ -357,7 +362,24 @@ func (f *Field) parse(c *checker, key string, v any) (any, bool) {
 		}
 		before := len(c.errs)
 		set := c.object(f.Fields, key, m)
-		return set, len(c.errs) == before
+		if len(c.errs) != before {
+			return nil, false
+		}
+		return f.checked(c, key, set)
+	case TypeAny:
+		return f.checked(c, key, v)
+	case TypeEither:
+		k := kindOf(v)
+		for i := range f.Alternatives {
+			if a := &f.Alternatives[i]; slices.Contains(a.kinds(), k) {
+				out, ok := a.parse(c, key, v)
+				if !ok {
+					return nil, false
+				}
+				return f.checked(c, key, out)
+			}
+		}
+		return bad("expected %s, got %s", f.expectation(), got())
 	}
 	return bad("cannot read a %s", f.Type)
 }
@@ -493,8 +515,58 @@ func (f *Field) expectation() string {
 		return "a table of " + plural(f.Elem.expectation())
 	case TypeObject:
 		return "a table"
+	case TypeAny:
+		return "a value"
+	case TypeEither:
+		alts := make([]string, len(f.Alternatives))
+		for i := range f.Alternatives {
+			alts[i] = f.Alternatives[i].expectation()
+		}
+		return strings.Join(alts, " or ")
 	}
 	return string(f.Type)
+}
+
+// kinds are the kinds of value (kindOf) a field of f's type reads.
+func (f *Field) kinds() []string {
+	switch f.Type {
+	case TypeString:
+		if f.Numbers {
+			return []string{"string", "number"}
+		}
+		return []string{"string"}
+	case TypeEnum:
+		return []string{"string"}
+	case TypeInt, TypeFloat:
+		return []string{"number"}
+	case TypeDuration, TypeSize:
+		return []string{"string", "number"}
+	case TypeBool:
+		return []string{"bool"}
+	case TypeList:
+		return []string{"list"}
+	case TypeMap, TypeObject:
+		return []string{"table"}
+	}
+	return nil
+}
+
+// kindOf is the kind of a parsed value: "string", "number", "bool",
+// "table", "list", or "" for another.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case int64, int, float64:
+		return "number"
+	case bool:
+		return "bool"
+	case map[string]any:
+		return "table"
+	case []any:
+		return "list"
+	}
+	return ""
 }
 
 func plural(e string) string {
@@ -598,6 +670,14 @@ func (f *Field) holds(v any) bool {
 	case TypeMap:
 		_, ok := v.(map[string]string)
 		return ok && f.Elem.Type == TypeString
+	case TypeAny:
+		return true
+	case TypeEither:
+		for i := range f.Alternatives {
+			if f.Alternatives[i].holds(v) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -246,6 +246,12 @@ func typeDoc(f Field) string {
 		return "list of " + typeDoc(*f.Elem) + bounds
 	case TypeMap:
 		return "map of " + typeDoc(*f.Elem)
+	case TypeEither:
+		alts := make([]string, len(f.Alternatives))
+		for i, a := range f.Alternatives {
+			alts[i] = typeDoc(a)
+		}
+		return strings.Join(alts, " or ")
 	case TypeString:
 		if f.Numbers {
 			return "string or number"

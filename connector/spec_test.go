@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -74,4 +75,57 @@ func TestNewSpecRefusesBadFields(t *testing.T) {
 	require.Panics(t, func() { NewSpec(NewEnumField("a")) })
 	require.Panics(t, func() { NewSpec(NewDurationField("a").WithDefault("1s")) }, "a default of the wrong Go type")
 	require.Panics(t, func() { NewSpec(NewStringField("a").Require().WithDefault("x")) })
+}
+
+// shapeSpec has the shapes transform tables need: lists of tables, a
+// value of any type, a name or a table, a check of a whole table.
+var shapeSpec = NewSpec(
+	NewListField("items", NewObjectField("",
+		NewStringField("key").Require(),
+		NewAnyField("value"),
+	)),
+	NewEitherField("test",
+		NewEnumField("", "is_null", "is_string"),
+		NewObjectField("", NewFloatField("above"), NewFloatField("below")).WithCheck(func(v any) error {
+			if s := v.(*Settings); s.Has("above") == s.Has("below") {
+				return errors.New("expected one of above, below")
+			}
+			return nil
+		}),
+	),
+)
+
+func TestParseListsOfTablesAnyAndEither(t *testing.T) {
+	t.Parallel()
+	set, err := shapeSpec.Parse(PluginConfig{Values: map[string]any{
+		"items": []any{map[string]any{"key": "a", "value": []any{int64(1), "x"}}, map[string]any{"key": "b"}},
+		"test":  map[string]any{"above": int64(2)},
+	}})
+	require.NoError(t, err)
+	items := set.Objects("items")
+	require.Len(t, items, 2)
+	require.Equal(t, "a", items[0].String("key"))
+	require.Equal(t, []any{int64(1), "x"}, items[0].Value("value"))
+	require.False(t, items[1].Has("value"))
+	require.Equal(t, 2.0, set.Value("test").(*Settings).Float("above"))
+
+	set, err = shapeSpec.Parse(PluginConfig{Values: map[string]any{"test": "IS_NULL", "items": []any{}}})
+	require.NoError(t, err)
+	require.Equal(t, "is_null", set.Value("test"))
+	require.Empty(t, set.Objects("items"))
+
+	_, err = shapeSpec.Parse(PluginConfig{Source: "c.toml", Values: map[string]any{
+		"items": []any{map[string]any{"kye": "a"}}, "test": map[string]any{},
+	}, Lines: map[string]int{"items": 2, "items[0].kye": 3, "test": 5}})
+	require.EqualError(t, err, `3 configuration errors:
+  c.toml:3: plugin_config.items[0].kye: unknown key; did you mean "key"?
+  c.toml:2: plugin_config.items[0].key: required key is missing; expected a string
+  c.toml:5: plugin_config.test: expected one of above, below`)
+	_, err = shapeSpec.Parse(PluginConfig{Values: map[string]any{"test": true}})
+	require.EqualError(t, err, `plugin_config.test: expected one of "is_null", "is_string" or a table, got a boolean (true)`)
+	_, err = shapeSpec.Parse(PluginConfig{Values: map[string]any{"test": "is_nul"}})
+	require.EqualError(t, err, `plugin_config.test: expected one of "is_null", "is_string", got "is_nul"; did you mean "is_null"?`)
+
+	require.Panics(t, func() { NewSpec(NewEitherField("a", NewStringField(""))) }, "one alternative")
+	require.Panics(t, func() { NewSpec(NewEitherField("a", NewStringField(""), NewEnumField("", "x"))) }, "two take a string")
 }

@@ -1,8 +1,6 @@
 package transform
 
 import (
-	"fmt"
-
 	"github.com/ferryhq/ferry/connector"
 )
 
@@ -27,27 +25,23 @@ type setField struct {
 	value compiledValue
 }
 
+var addFieldsSpec = connector.NewSpec(
+	connector.NewListField("fields", connector.NewObjectField("", keyField, valueField)).
+		WithDoc("the fields to set, in order"),
+)
+
 func newAddFields(b *buildContext) (Transform, error) {
-	var c struct {
-		Fields []struct {
-			Key   string     `json:"key"`
-			Value FieldValue `json:"value"`
-		} `json:"fields"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
+	set, err := addFieldsSpec.Parse(b.cfg)
+	if err != nil {
 		return nil, err
 	}
 	t := &addFields{}
-	for i, f := range c.Fields {
-		where := fmt.Sprintf("%s.fields[%d]", b.where(), i)
-		if f.Key == "" {
-			return nil, fmt.Errorf("%s.key is required", where)
-		}
-		v, err := compileValue(f.Value, where+".value")
+	for _, f := range set.Objects("fields") {
+		v, err := compileValue(f.Object("value"))
 		if err != nil {
 			return nil, err
 		}
-		t.fields = append(t.fields, setField{key: newFieldKey(f.Key), value: v})
+		t.fields = append(t.fields, setField{key: newFieldKey(f.String("key")), value: v})
 	}
 	return t, nil
 }

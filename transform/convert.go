@@ -30,40 +30,47 @@ type convert struct {
 	meta     map[string]string // extra metadata members
 }
 
-// convertOptions are the conversion_options keys of the three transforms.
-type convertOptions struct {
-	PrettyJSON       bool   `json:"pretty_json"`
-	IncludeMetadata  bool   `json:"include_metadata"`
-	StrictMode       bool   `json:"strict_mode"`
-	ValidateMessages *bool  `json:"validate_messages"` // proto; always on
-	TypeURLPrefix    string `json:"type_url_prefix"`   // proto; unused
-	VerifyBuffers    *bool  `json:"verify_buffers"`    // flatbuffer; always on
-	BufferSizeHint   int    `json:"buffer_size_hint"`  // flatbuffer; unused
+// convertSpec is the spec of a convert transform whose own format is own
+// (its default source_format), with the transform's extra keys.
+func convertSpec(own string, extra ...connector.Field) *connector.Spec {
+	formats := []string{"json", "raw", "text", "proto", "avro", "flat_buffer"}
+	aliases := map[string]string{"flatbuffer": "flat_buffer", "protobuf": "proto"}
+	fields := []connector.Field{
+		connector.NewEnumField("source_format", formats...).WithAliases(aliases).WithDefault(own).
+			WithDoc("the format of the payload before"),
+		connector.NewEnumField("target_format", formats...).WithAliases(aliases).WithDefault("json").
+			WithDoc("the format of the payload after"),
+		connector.NewStringField("schema_path").WithDoc("the schema file, relative to the configuration file"),
+		connector.NewStringMapField("field_mappings").WithDoc("top-level JSON fields to rename, old name to new"),
+		connector.NewObjectField("conversion_options",
+			connector.NewBoolField("pretty_json").WithDefault(false).WithDoc("indent the JSON produced"),
+			connector.NewBoolField("include_metadata").WithDefault(false).
+				WithDoc("wrap the JSON produced as {data, metadata}"),
+			connector.NewBoolField("strict_mode").WithDefault(false).WithDoc("refuse JSON keys the schema lacks"),
+			connector.NewBoolField("validate_messages").WithDoc("proto; always on"),
+			connector.NewStringField("type_url_prefix").WithDoc("proto; unused"),
+			connector.NewBoolField("verify_buffers").WithDoc("flat_buffer; always on"),
+			connector.NewIntField("buffer_size_hint").WithDoc("flat_buffer; unused"),
+		),
+	}
+	return connector.NewSpec(append(fields, extra...)...)
 }
 
-// schemaName reads a source_format/target_format value; upstream spells
-// the FlatBuffers variant "flat_buffer".
-func schemaName(b *buildContext, key string, v *string, def connector.Schema) (connector.Schema, error) {
-	if v == nil {
-		return def, nil
+// schemaOf maps a source_format/target_format value to its schema;
+// upstream spells the FlatBuffers variant "flat_buffer".
+func schemaOf(format string) connector.Schema {
+	if format == "flat_buffer" {
+		return connector.SchemaFlatBuffer
 	}
-	switch s := connector.Schema(*v); s {
-	case connector.SchemaJSON, connector.SchemaRaw, connector.SchemaText, connector.SchemaProto,
-		connector.SchemaAvro, connector.SchemaFlatBuffer:
-		return s, nil
-	case "flat_buffer":
-		return connector.SchemaFlatBuffer, nil
-	case "protobuf":
-		return connector.SchemaProto, nil
-	}
-	return "", b.errorf(key, "%q is not a schema (use json, raw, text, proto, avro or flat_buffer)", *v)
+	return connector.Schema(format)
 }
 
 // newConvert builds the converter; own is the schema whose options opts
 // describe (avro, proto or flatbuffer).
-func newConvert(b *buildContext, name string, own, from, to connector.Schema, opts codec.Options,
-	mappings map[string]string, co convertOptions) (*convert, error) {
-	opts.BaseDir, opts.StrictJSON = b.baseDir, co.StrictMode
+func newConvert(b *buildContext, name string, own connector.Schema, set *connector.Settings, opts codec.Options) (*convert, error) {
+	from, to := schemaOf(set.String("source_format")), schemaOf(set.String("target_format"))
+	co := set.Object("conversion_options")
+	opts.BaseDir, opts.StrictJSON = b.baseDir, co.Bool("strict_mode")
 	mk := func(s connector.Schema) (codec.Codec, error) {
 		o := codec.Options{}
 		if s == own {
@@ -87,9 +94,9 @@ func newConvert(b *buildContext, name string, own, from, to connector.Schema, op
 	if err != nil {
 		return nil, fmt.Errorf("%s: source_format %s to target_format %s: %w", b.where(), from, to, err)
 	}
-	t := &convert{name: name, from: from, to: to, conv: conv, pretty: co.PrettyJSON, metadata: co.IncludeMetadata,
-		meta: map[string]string{}}
-	if len(mappings) > 0 {
+	t := &convert{name: name, from: from, to: to, conv: conv, pretty: co.Bool("pretty_json"),
+		metadata: co.Bool("include_metadata"), meta: map[string]string{}}
+	if mappings := set.StringMap("field_mappings"); len(mappings) > 0 {
 		t.mappings = make(map[string]fieldKey, len(mappings))
 		for k, v := range mappings {
 			t.mappings[k] = newFieldKey(v)
@@ -185,24 +192,17 @@ func (t *convert) wrap(p []byte) []byte {
 //	source_format = "json"
 //	target_format = "avro"
 //	schema_path = "schemas/user.avsc"   # or schema_json = '{...}'
+var avroConvertSpec = convertSpec("avro",
+	connector.NewStringField("schema_json").WithDoc("the Avro schema itself, instead of schema_path"),
+)
+
 func newAvroConvert(b *buildContext) (Transform, error) {
-	var c struct {
-		SourceFormat      *string           `json:"source_format"`
-		TargetFormat      *string           `json:"target_format"`
-		SchemaPath        string            `json:"schema_path"`
-		SchemaJSON        string            `json:"schema_json"`
-		FieldMappings     map[string]string `json:"field_mappings"`
-		ConversionOptions convertOptions    `json:"conversion_options"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
-		return nil, err
-	}
-	from, to, err := formats(b, c.SourceFormat, c.TargetFormat, connector.SchemaAvro)
+	set, err := avroConvertSpec.Parse(b.cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newConvert(b, "avro_convert", connector.SchemaAvro, from, to,
-		codec.Options{AvroSchemaJSON: c.SchemaJSON, AvroSchemaPath: c.SchemaPath}, c.FieldMappings, c.ConversionOptions)
+	return newConvert(b, "avro_convert", connector.SchemaAvro, set,
+		codec.Options{AvroSchemaJSON: set.String("schema_json"), AvroSchemaPath: set.String("schema_path")})
 }
 
 // proto_convert:
@@ -213,42 +213,34 @@ func newAvroConvert(b *buildContext) (Transform, error) {
 //	schema_path = "schemas/order.proto"
 //	message_type = "shop.Order"
 //	include_paths = ["schemas/common"]
+var protoConvertSpec = convertSpec("proto",
+	connector.NewStringField("message_type").WithDoc("the message's full name, such as shop.Order"),
+	connector.NewStringField("schema_registry_url").WithDoc("accepted and unused, as upstream"),
+	connector.NewListField("descriptor_set", connector.NewIntField("").Between(0, 255)).
+		WithDoc("a serialized FileDescriptorSet, as bytes, instead of schema_path"),
+	connector.NewStringListField("include_paths").WithDoc("where imports of schema_path are found"),
+	connector.NewBoolField("preserve_unknown_fields").WithDoc("protobuf keeps them anyway"),
+)
+
 func newProtoConvert(b *buildContext) (Transform, error) {
-	var c struct {
-		SourceFormat          *string           `json:"source_format"`
-		TargetFormat          *string           `json:"target_format"`
-		SchemaPath            string            `json:"schema_path"`
-		MessageType           string            `json:"message_type"`
-		FieldMappings         map[string]string `json:"field_mappings"`
-		SchemaRegistryURL     string            `json:"schema_registry_url"` // accepted and unused, as upstream
-		DescriptorSet         []byte            `json:"-"`
-		DescriptorSetNumbers  []int             `json:"descriptor_set"`
-		IncludePaths          []string          `json:"include_paths"`
-		PreserveUnknownFields bool              `json:"preserve_unknown_fields"` // protobuf keeps them anyway
-		ConversionOptions     convertOptions    `json:"conversion_options"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
-		return nil, err
-	}
-	for i, n := range c.DescriptorSetNumbers {
-		if n < 0 || n > 255 {
-			return nil, b.errorf(fmt.Sprintf("descriptor_set[%d]", i), "%d is not a byte", n)
-		}
-		c.DescriptorSet = append(c.DescriptorSet, byte(n))
-	}
-	from, to, err := formats(b, c.SourceFormat, c.TargetFormat, connector.SchemaProto)
+	set, err := protoConvertSpec.Parse(b.cfg)
 	if err != nil {
 		return nil, err
 	}
-	t, err := newConvert(b, "proto_convert", connector.SchemaProto, from, to, codec.Options{
-		ProtoSchemaPath: c.SchemaPath, ProtoMessage: c.MessageType, ProtoIncludePaths: c.IncludePaths,
-		ProtoDescriptorSet: c.DescriptorSet,
-	}, c.FieldMappings, c.ConversionOptions)
+	var descriptors []byte
+	for _, n := range set.Ints("descriptor_set") {
+		descriptors = append(descriptors, byte(n))
+	}
+	msg := set.String("message_type")
+	t, err := newConvert(b, "proto_convert", connector.SchemaProto, set, codec.Options{
+		ProtoSchemaPath: set.String("schema_path"), ProtoMessage: msg, ProtoIncludePaths: set.Strings("include_paths"),
+		ProtoDescriptorSet: descriptors,
+	})
 	if err != nil {
 		return nil, err
 	}
-	t.meta["message_type"] = c.MessageType
-	if c.MessageType == "" {
+	t.meta["message_type"] = msg
+	if msg == "" {
 		t.meta["message_type"] = "unknown"
 	}
 	return t, nil
@@ -261,35 +253,17 @@ func newProtoConvert(b *buildContext) (Transform, error) {
 //	target_format = "json"
 //	schema_path = "schemas/monster.bfbs"   # flatc --binary --schema monster.fbs
 //	root_table_name = "Monster"
-func newFlatBufferConvert(b *buildContext) (Transform, error) {
-	var c struct {
-		SourceFormat          *string           `json:"source_format"`
-		TargetFormat          *string           `json:"target_format"`
-		SchemaPath            string            `json:"schema_path"`
-		RootTableName         string            `json:"root_table_name"`
-		FieldMappings         map[string]string `json:"field_mappings"`
-		IncludePaths          []string          `json:"include_paths"`           // a .bfbs needs none
-		PreserveUnknownFields bool              `json:"preserve_unknown_fields"` // unknown JSON keys are ignored unless strict_mode
-		ConversionOptions     convertOptions    `json:"conversion_options"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
-		return nil, err
-	}
-	from, to, err := formats(b, c.SourceFormat, c.TargetFormat, connector.SchemaFlatBuffer)
-	if err != nil {
-		return nil, err
-	}
-	return newConvert(b, "flat_buffer_convert", connector.SchemaFlatBuffer, from, to,
-		codec.Options{FlatBufferSchemaPath: c.SchemaPath, FlatBufferRootTable: c.RootTableName}, c.FieldMappings, c.ConversionOptions)
-}
+var flatBufferConvertSpec = convertSpec("flat_buffer",
+	connector.NewStringField("root_table_name").WithDoc("the root table, when the schema names none"),
+	connector.NewStringListField("include_paths").WithDoc("a .bfbs needs none"),
+	connector.NewBoolField("preserve_unknown_fields").WithDoc("unknown JSON keys are ignored unless strict_mode"),
+)
 
-// formats reads source_format and target_format; upstream's defaults
-// convert the transform's own format to JSON.
-func formats(b *buildContext, src, dst *string, own connector.Schema) (connector.Schema, connector.Schema, error) {
-	from, err := schemaName(b, "source_format", src, own)
+func newFlatBufferConvert(b *buildContext) (Transform, error) {
+	set, err := flatBufferConvertSpec.Parse(b.cfg)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	to, err := schemaName(b, "target_format", dst, connector.SchemaJSON)
-	return from, to, err
+	return newConvert(b, "flat_buffer_convert", connector.SchemaFlatBuffer, set,
+		codec.Options{FlatBufferSchemaPath: set.String("schema_path"), FlatBufferRootTable: set.String("root_table_name")})
 }

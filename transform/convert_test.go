@@ -102,13 +102,13 @@ func TestConvertConfigErrors(t *testing.T) {
 	}{
 		{"avro_convert", map[string]any{"schema_path": "nope.avsc"}, "c.toml: transforms.avro_convert: avro_schema_path: open nope.avsc"},
 		{"avro_convert", map[string]any{}, "c.toml: transforms.avro_convert: source_format avro to target_format json: no conversion"},
-		{"avro_convert", map[string]any{"source_format": "yaml"}, `c.toml: transforms.avro_convert.source_format: "yaml" is not a schema`},
+		{"avro_convert", map[string]any{"source_format": "yaml"}, `c.toml: transforms.avro_convert.source_format: expected one of "json", "raw", "text", "proto", "avro", "flat_buffer", got "yaml"`},
 		{"avro_convert", map[string]any{"schema_json": "{", "target_format": "avro", "source_format": "json"}, "avro_schema_json: invalid Avro schema"},
 		{"proto_convert", map[string]any{"schema_path": "testdata/user.proto"}, "proto_message_type: required"},
 		{"proto_convert", map[string]any{"schema_path": "testdata/user.proto", "message_type": "Nope"}, `no message "Nope"`},
-		{"proto_convert", map[string]any{"descriptor_set": []any{int64(300)}}, "c.toml: transforms.proto_convert.descriptor_set[0]: 300 is not a byte"},
+		{"proto_convert", map[string]any{"descriptor_set": []any{int64(300)}}, "c.toml: transforms.proto_convert.descriptor_set[0]: expected an integer from 0 to 255, got 300"},
 		{"flat_buffer_convert", map[string]any{"schema_path": "testdata/event.fbs"}, "not a binary FlatBuffers schema"},
-		{"flat_buffer_convert", map[string]any{"conversion_options": map[string]any{"colour": true}}, "c.toml: transforms.flat_buffer_convert.colour is not a setting"},
+		{"flat_buffer_convert", map[string]any{"conversion_options": map[string]any{"colour": true}}, "c.toml: transforms.flat_buffer_convert.conversion_options.colour: unknown key; allowed keys here: buffer_size_hint"},
 	} {
 		_, err := Build([]Spec{{Name: tc.name, Config: tc.cfg, Source: "c.toml"}})
 		require.ErrorContains(t, err, tc.want, "case %d", i)

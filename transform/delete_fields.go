@@ -18,19 +18,21 @@ type deleteFields struct {
 	patterns []fieldPattern
 }
 
+var deleteFieldsSpec = connector.NewSpec(
+	connector.NewStringListField("fields").WithDoc("the top-level fields to remove"),
+	patternsField.WithDoc("the top-level fields to remove that match one of these"),
+)
+
 func newDeleteFields(b *buildContext) (Transform, error) {
-	var c struct {
-		Fields   []string        `json:"fields"`
-		Patterns []patternConfig `json:"patterns"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
-		return nil, err
-	}
-	ps, err := compilePatterns(c.Patterns, b.where())
+	set, err := deleteFieldsSpec.Parse(b.cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &deleteFields{fields: c.Fields, patterns: ps}, nil
+	ps, err := compilePatterns(set.Objects("patterns"))
+	if err != nil {
+		return nil, err
+	}
+	return &deleteFields{fields: set.Strings("fields"), patterns: ps}, nil
 }
 
 func (t *deleteFields) Name() string { return "delete_fields" }

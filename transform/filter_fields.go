@@ -21,24 +21,23 @@ type filterFields struct {
 	include  bool
 }
 
+var filterFieldsSpec = connector.NewSpec(
+	connector.NewStringListField("keep_fields").WithDoc("the top-level fields always kept"),
+	patternsField.WithDoc("the patterns of the fields to keep or drop"),
+	connector.NewBoolField("include_matching").WithDefault(true).
+		WithDoc("keep the fields that match a pattern (true) or drop them (false)"),
+)
+
 func newFilterFields(b *buildContext) (Transform, error) {
-	c := struct {
-		KeepFields      []string        `json:"keep_fields"`
-		Patterns        []patternConfig `json:"patterns"`
-		IncludeMatching *bool           `json:"include_matching"`
-	}{}
-	if err := b.cfg.Decode(&c); err != nil {
-		return nil, err
-	}
-	ps, err := compilePatterns(c.Patterns, b.where())
+	set, err := filterFieldsSpec.Parse(b.cfg)
 	if err != nil {
 		return nil, err
 	}
-	t := &filterFields{keep: c.KeepFields, patterns: ps, include: true}
-	if c.IncludeMatching != nil {
-		t.include = *c.IncludeMatching
+	ps, err := compilePatterns(set.Objects("patterns"))
+	if err != nil {
+		return nil, err
 	}
-	return t, nil
+	return &filterFields{keep: set.Strings("keep_fields"), patterns: ps, include: set.Bool("include_matching")}, nil
 }
 
 func (t *filterFields) Name() string { return "filter_fields" }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/internal/jsonx"
 )
 
@@ -19,27 +20,24 @@ type keyPattern struct {
 	re   *regexp.Regexp
 }
 
-func parseKeyPattern(raw json.RawMessage, where string) (*keyPattern, error) {
-	var m map[string]string
-	if err := json.Unmarshal(raw, &m); err != nil || len(m) != 1 {
-		return nil, fmt.Errorf("%s: want a table with one of exact, starts_with, ends_with, contains, regex (such as { starts_with = \"meta_\" }), got %s", where, raw)
+var keyPatternKinds = []string{"exact", "starts_with", "ends_with", "contains", "regex"}
+
+func newKeyPattern(set *connector.Settings) *keyPattern {
+	p := &keyPattern{kind: which(set, keyPatternKinds...)}
+	p.s = set.String(p.kind)
+	if p.kind == "regex" {
+		p.re = regexp.MustCompile(p.s) // validRegexp passed
 	}
-	for kind, s := range m {
-		p := &keyPattern{kind: kind, s: s}
-		switch kind {
-		case "exact", "starts_with", "ends_with", "contains":
-		case "regex":
-			re, err := regexp.Compile(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s.regex: %q is not a valid regular expression: %w", where, s, err)
-			}
-			p.re = re
-		default:
-			return nil, fmt.Errorf("%s: %q is not a key pattern (use exact, starts_with, ends_with, contains, regex)", where, kind)
-		}
-		return p, nil
+	return p
+}
+
+// validRegexp is the check of a regex key.
+func validRegexp(v any) error {
+	s, _ := v.(string)
+	if _, err := regexp.Compile(s); err != nil {
+		return fmt.Errorf("%q is not a valid regular expression: %w", s, err)
 	}
-	return nil, nil
+	return nil
 }
 
 func (p *keyPattern) matches(key string) bool {
@@ -88,62 +86,41 @@ type valuePattern struct {
 	lo, hi float64
 }
 
-var unitValuePatterns = map[string]bool{
-	"is_null": true, "is_not_null": true, "is_string": true, "is_number": true,
-	"is_boolean": true, "is_object": true, "is_array": true,
-}
+var (
+	unitValuePatterns = []string{"is_null", "is_not_null", "is_string", "is_number", "is_boolean", "is_object", "is_array"}
+	valuePatternKinds = []string{"equals", "contains", "regex", "greater_than", "less_than", "between"}
+)
 
-func parseValuePattern(raw json.RawMessage, where string) (*valuePattern, error) {
-	var name string
-	if json.Unmarshal(raw, &name) == nil {
-		if !unitValuePatterns[name] {
-			return nil, fmt.Errorf("%s: %q is not a value pattern (use is_null, is_not_null, is_string, is_number, is_boolean, is_object, is_array, or a table such as { equals = 1 })", where, name)
-		}
+// newValuePattern reads a value_pattern: a name, or a table's settings.
+func newValuePattern(v any) (*valuePattern, error) {
+	set, isTable := v.(*connector.Settings)
+	if !isTable {
+		name, _ := v.(string)
 		return &valuePattern{kind: name}, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil || len(m) != 1 {
-		return nil, fmt.Errorf("%s: want a name such as \"is_null\" or a table with one of equals, contains, regex, greater_than, less_than, between; got %s", where, raw)
-	}
-	for kind, arg := range m {
-		p := &valuePattern{kind: kind}
-		bad := func(want string) error { return fmt.Errorf("%s.%s: want %s, got %s", where, kind, want, arg) }
-		switch kind {
-		case "equals":
-			v, err := jsonx.Parse(arg)
-			if err != nil {
-				return nil, bad("a value")
-			}
-			p.equals = v
-		case "contains", "regex":
-			var s string
-			if json.Unmarshal(arg, &s) != nil {
-				return nil, bad("a string")
-			}
-			p.s = []byte(s)
-			if kind == "regex" {
-				re, err := regexp.Compile(s)
-				if err != nil {
-					return nil, fmt.Errorf("%s.regex: %q is not a valid regular expression: %w", where, s, err)
-				}
-				p.re = re
-			}
-		case "greater_than", "less_than":
-			if json.Unmarshal(arg, &p.lo) != nil {
-				return nil, bad("a number")
-			}
-		case "between":
-			var r []float64
-			if json.Unmarshal(arg, &r) != nil || len(r) != 2 {
-				return nil, bad("[low, high]")
-			}
-			p.lo, p.hi = r[0], r[1]
-		default:
-			return nil, fmt.Errorf("%s: %q is not a value pattern (use equals, contains, regex, greater_than, less_than, between, or a name such as \"is_null\")", where, kind)
+	p := &valuePattern{kind: which(set, valuePatternKinds...)}
+	switch p.kind {
+	case "equals":
+		raw, err := json.Marshal(set.Value("equals"))
+		if err != nil {
+			return nil, set.Errorf("equals", "cannot be written as JSON: %v", err)
 		}
-		return p, nil
+		if p.equals, err = jsonx.Parse(raw); err != nil {
+			return nil, set.Errorf("equals", "cannot be written as JSON: %v", err)
+		}
+	case "contains":
+		p.s = []byte(set.String("contains"))
+	case "regex":
+		p.s = []byte(set.String("regex"))
+		p.re = regexp.MustCompile(set.String("regex")) // validRegexp passed
+	case "greater_than", "less_than":
+		p.lo = set.Float(p.kind)
+	case "between":
+		r, _ := set.Value("between").([]any)
+		p.lo, _ = r[0].(float64)
+		p.hi, _ = r[1].(float64)
 	}
-	return nil, nil
+	return p, nil
 }
 
 // matches tests a raw member value.
@@ -214,26 +191,41 @@ type fieldPattern struct {
 	value *valuePattern
 }
 
-type patternConfig struct {
-	KeyPattern   json.RawMessage `json:"key_pattern"`
-	ValuePattern json.RawMessage `json:"value_pattern"`
-}
+// patternsField is the patterns list of delete_fields and filter_fields.
+var patternsField = connector.NewListField("patterns", connector.NewObjectField("",
+	connector.NewObjectField("key_pattern",
+		connector.NewStringField("exact"),
+		connector.NewStringField("starts_with"),
+		connector.NewStringField("ends_with"),
+		connector.NewStringField("contains"),
+		connector.NewStringField("regex").WithCheck(validRegexp),
+	).WithCheck(exactlyOne(keyPatternKinds...)).WithDoc(`a test of the key, such as { starts_with = "meta_" }`),
+	connector.NewEitherField("value_pattern",
+		connector.NewEnumField("", unitValuePatterns...),
+		connector.NewObjectField("",
+			connector.NewAnyField("equals"),
+			connector.NewStringField("contains"),
+			connector.NewStringField("regex").WithCheck(validRegexp),
+			connector.NewFloatField("greater_than"),
+			connector.NewFloatField("less_than"),
+			connector.NewListField("between", connector.NewFloatField("")).Between(2, 2),
+		).WithCheck(exactlyOne(valuePatternKinds...)),
+	).WithDoc(`a test of the value, such as "is_string" or { between = [1, 10] }`),
+))
 
-func compilePatterns(cs []patternConfig, where string) ([]fieldPattern, error) {
-	out := make([]fieldPattern, 0, len(cs))
-	for i, c := range cs {
-		w := fmt.Sprintf("%s.patterns[%d]", where, i)
+func compilePatterns(sets []*connector.Settings) ([]fieldPattern, error) {
+	out := make([]fieldPattern, 0, len(sets))
+	for _, set := range sets {
 		var p fieldPattern
-		var err error
-		if c.KeyPattern != nil && string(c.KeyPattern) != "null" {
-			if p.key, err = parseKeyPattern(c.KeyPattern, w+".key_pattern"); err != nil {
-				return nil, err
-			}
+		if set.Has("key_pattern") {
+			p.key = newKeyPattern(set.Object("key_pattern"))
 		}
-		if c.ValuePattern != nil && string(c.ValuePattern) != "null" {
-			if p.value, err = parseValuePattern(c.ValuePattern, w+".value_pattern"); err != nil {
+		if set.Has("value_pattern") {
+			v, err := newValuePattern(set.Value("value_pattern"))
+			if err != nil {
 				return nil, err
 			}
+			p.value = v
 		}
 		out = append(out, p)
 	}

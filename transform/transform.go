@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/internal/jsonx"
@@ -52,12 +53,35 @@ func (b *buildContext) where() string {
 	return b.cfg.Source + ": " + b.cfg.Table
 }
 
-func (b *buildContext) errorf(key, format string, args ...any) error {
-	w := b.where()
-	if key != "" {
-		w += "." + key
+// exactlyOne is the check of a table that takes one of the keys names.
+func exactlyOne(names ...string) func(v any) error {
+	return func(v any) error {
+		set, _ := v.(*connector.Settings)
+		var got []string
+		for _, n := range names {
+			if set.Has(n) {
+				got = append(got, n)
+			}
+		}
+		switch len(got) {
+		case 1:
+			return nil
+		case 0:
+			return fmt.Errorf("expected one of the keys %s, got none", strings.Join(names, ", "))
+		}
+		return fmt.Errorf("expected one of the keys %s, got %s together", strings.Join(names, ", "), strings.Join(got, " and "))
 	}
-	return fmt.Errorf("%s: %s", w, fmt.Sprintf(format, args...))
+}
+
+// which returns the one of names that set has (a table exactlyOne
+// checked).
+func which(set *connector.Settings, names ...string) string {
+	for _, n := range names {
+		if set.Has(n) {
+			return n
+		}
+	}
+	return ""
 }
 
 type factory func(b *buildContext) (Transform, error)

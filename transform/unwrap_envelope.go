@@ -15,17 +15,16 @@ type unwrapEnvelope struct {
 	field string
 }
 
+var unwrapEnvelopeSpec = connector.NewSpec(
+	connector.NewStringField("field").Require().WithDoc("the top-level field whose value becomes the payload"),
+)
+
 func newUnwrapEnvelope(b *buildContext) (Transform, error) {
-	var c struct {
-		Field *string `json:"field"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
+	set, err := unwrapEnvelopeSpec.Parse(b.cfg)
+	if err != nil {
 		return nil, err
 	}
-	if c.Field == nil {
-		return nil, b.errorf("field", "is required")
-	}
-	return &unwrapEnvelope{field: *c.Field}, nil
+	return &unwrapEnvelope{field: set.String("field")}, nil
 }
 
 func (t *unwrapEnvelope) Name() string { return "unwrap_envelope" }

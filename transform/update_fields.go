@@ -1,8 +1,6 @@
 package transform
 
 import (
-	"fmt"
-
 	"github.com/ferryhq/ferry/connector"
 )
 
@@ -32,35 +30,25 @@ const (
 
 var conditions = map[string]condition{"always": always, "key_exists": keyExists, "key_not_exists": keyNotExists}
 
+var updateFieldsSpec = connector.NewSpec(
+	connector.NewListField("fields", connector.NewObjectField("", keyField, valueField,
+		connector.NewEnumField("condition", "always", "key_exists", "key_not_exists").WithDefault("always").
+			WithDoc("when to set the field"),
+	)).WithDoc("the fields to set, in order"),
+)
+
 func newUpdateFields(b *buildContext) (Transform, error) {
-	var c struct {
-		Fields []struct {
-			Key       string     `json:"key"`
-			Value     FieldValue `json:"value"`
-			Condition *string    `json:"condition"`
-		} `json:"fields"`
-	}
-	if err := b.cfg.Decode(&c); err != nil {
+	set, err := updateFieldsSpec.Parse(b.cfg)
+	if err != nil {
 		return nil, err
 	}
 	t := &updateFields{}
-	for i, f := range c.Fields {
-		where := fmt.Sprintf("%s.fields[%d]", b.where(), i)
-		if f.Key == "" {
-			return nil, fmt.Errorf("%s.key is required", where)
-		}
-		v, err := compileValue(f.Value, where+".value")
+	for _, f := range set.Objects("fields") {
+		v, err := compileValue(f.Object("value"))
 		if err != nil {
 			return nil, err
 		}
-		cond := always
-		if f.Condition != nil {
-			var ok bool
-			if cond, ok = conditions[*f.Condition]; !ok {
-				return nil, fmt.Errorf("%s.condition: %q is not a condition (use always, key_exists, key_not_exists)", where, *f.Condition)
-			}
-		}
-		t.fields = append(t.fields, updateField{setField{newFieldKey(f.Key), v}, cond})
+		t.fields = append(t.fields, updateField{setField{newFieldKey(f.String("key")), v}, conditions[f.String("condition")]})
 	}
 	return t, nil
 }

@@ -2,18 +2,29 @@ package transform
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
 	"strconv"
 	"time"
 
+	"github.com/ferryhq/ferry/connector"
 	"github.com/google/uuid"
 )
 
-// FieldValue is upstream's field value: `value.static = <any TOML value>`
+// valueField is upstream's field value: `value.static = <any TOML value>`
 // or `value.computed = "<name>"`.
-type FieldValue struct {
-	Static   json.RawMessage `json:"static,omitempty"`
-	Computed string          `json:"computed,omitempty"`
+var valueField = connector.NewObjectField("value",
+	connector.NewAnyField("static").WithDoc("the value, of any type"),
+	connector.NewEnumField("computed", computedNames...).WithDoc("a value computed for each message"),
+).Require().WithCheck(exactlyOne("static", "computed")).WithDoc("static or computed")
+
+// keyField is the top-level field a value is set on.
+var keyField = connector.NewStringField("key").Require().WithCheck(nonEmpty).WithDoc("the top-level field to set")
+
+func nonEmpty(v any) error {
+	if v == "" {
+		return errors.New("expected a field name, got an empty string")
+	}
+	return nil
 }
 
 // computedValues are upstream's computed value names; each appends the
@@ -28,8 +39,9 @@ var computedValues = map[string]func(dst []byte, now time.Time) []byte{
 	"uuid_v7":           func(dst []byte, _ time.Time) []byte { return appendUUID(dst, uuid.Must(uuid.NewV7())) },
 }
 
-func computedNames() string {
-	return "date_time, timestamp_nanos, timestamp_micros, timestamp_millis, timestamp_seconds, uuid_v4, uuid_v7"
+// computedNames are the keys of computedValues, in upstream's order.
+var computedNames = []string{
+	"date_time", "timestamp_nanos", "timestamp_micros", "timestamp_millis", "timestamp_seconds", "uuid_v4", "uuid_v7",
 }
 
 // appendDateTime writes the time as upstream's chrono to_rfc3339 does:
@@ -83,18 +95,14 @@ type compiledValue struct {
 	compute func(dst []byte, now time.Time) []byte
 }
 
-func compileValue(v FieldValue, where string) (compiledValue, error) {
-	switch {
-	case v.Computed != "" && v.Static != nil:
-		return compiledValue{}, fmt.Errorf("%s: give value.static or value.computed, not both", where)
-	case v.Computed != "":
-		f, ok := computedValues[v.Computed]
-		if !ok {
-			return compiledValue{}, fmt.Errorf("%s.computed: %q is not a computed value (use %s)", where, v.Computed, computedNames())
-		}
-		return compiledValue{compute: f}, nil
-	case v.Static != nil:
-		return compiledValue{static: v.Static}, nil
+// compileValue reads a value table (valueField).
+func compileValue(set *connector.Settings) (compiledValue, error) {
+	if set.Has("computed") {
+		return compiledValue{compute: computedValues[set.String("computed")]}, nil
 	}
-	return compiledValue{}, fmt.Errorf("%s: missing value.static or value.computed", where)
+	raw, err := json.Marshal(set.Value("static"))
+	if err != nil {
+		return compiledValue{}, set.Errorf("static", "cannot be written as JSON: %v", err)
+	}
+	return compiledValue{static: raw}, nil
 }
