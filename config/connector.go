@@ -56,6 +56,11 @@ type Transform struct {
 	Name    string
 	Enabled bool
 	Config  map[string]any
+	// Lines are the 1-based lines in the file of the table's keys, by key
+	// path within the table ("fields[0].key"; "" is the table itself), as
+	// PluginConfigLines are for plugin_config. Nil when the configuration
+	// did not come from a TOML file.
+	Lines map[string]int
 }
 
 // TransformNames are the transforms upstream's SDK defines.
@@ -285,6 +290,7 @@ func (ts *transforms) bindFrom(b *binder, p path, v any) {
 			continue
 		}
 		tr := Transform{Name: name, Enabled: true, Config: tt.plain()}
+		tr.Lines = keyLines(b.src, tp, tr.Config)
 		if ev, ok := tt.get("enabled"); ok {
 			bv, isBool := ev.(bool)
 			if !isBool {

@@ -166,27 +166,7 @@ func indexOutsideQuotes(s string, c byte) int {
 // the overrides' set, keyed by "plugin_config.<key>"). Keys are paths
 // within the table; "" is the table itself.
 func pluginConfigOrigins(src []byte, pc map[string]any, set map[string]string) (map[string]int, map[string]string) {
-	var lines map[string]int
-	if src != nil && pc != nil {
-		lines = map[string]int{}
-		var walk func(p path, v any)
-		walk = func(p path, v any) {
-			if n := locate(src, append(path{"plugin_config"}, p...)); n > 0 {
-				lines[p.String()] = n
-			}
-			switch x := v.(type) {
-			case map[string]any:
-				for k, e := range x {
-					walk(p.key(k), e)
-				}
-			case []any:
-				for i, e := range x {
-					walk(p.index(i), e)
-				}
-			}
-		}
-		walk(path{}, pc)
-	}
+	lines := keyLines(src, path{"plugin_config"}, pc)
 	var vars map[string]string
 	for k, name := range set {
 		if rest, ok := strings.CutPrefix(k, "plugin_config."); ok {
@@ -197,4 +177,31 @@ func pluginConfigOrigins(src []byte, pc map[string]any, set map[string]string) (
 		}
 	}
 	return lines, vars
+}
+
+// keyLines are the lines in src of the keys of t, the table at root, by
+// key path within it ("" is the table itself); nil when src is.
+func keyLines(src []byte, root path, t map[string]any) map[string]int {
+	if src == nil || t == nil {
+		return nil
+	}
+	lines := map[string]int{}
+	var walk func(p path, v any)
+	walk = func(p path, v any) {
+		if n := locate(src, append(root[:len(root):len(root)], p...)); n > 0 {
+			lines[p.String()] = n
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(p.key(k), e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(p.index(i), e)
+			}
+		}
+	}
+	walk(path{}, t)
+	return lines
 }

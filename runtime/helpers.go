@@ -29,7 +29,7 @@ func transformSpecs(c *config.Connector) []transform.Spec {
 	var specs []transform.Spec
 	for _, t := range c.Transforms {
 		if t.Enabled {
-			specs = append(specs, transform.Spec{Name: t.Name, Config: t.Config, Source: c.File})
+			specs = append(specs, transform.Spec{Name: t.Name, Config: t.Config, Source: c.File, Lines: t.Lines})
 		}
 	}
 	return specs

@@ -38,6 +38,9 @@ type Spec struct {
 	// relative schema paths in the table are resolved against its
 	// directory.
 	Source string
+	// Lines are the lines in Source of the table's keys, by key path
+	// within it (config.Transform.Lines); nil when unknown.
+	Lines map[string]int
 }
 
 // buildContext is what a transform's constructor receives.
@@ -132,7 +135,8 @@ func Build(specs []Spec) (Chain, error) {
 				values[k] = v
 			}
 		}
-		b := &buildContext{cfg: connector.PluginConfig{Values: values, Source: s.Source, Table: "transforms." + s.Name}}
+		b := &buildContext{cfg: connector.PluginConfig{Values: values, Source: s.Source, Table: "transforms." + s.Name,
+			Lines: s.Lines}}
 		if s.Source != "" {
 			b.baseDir = filepath.Dir(s.Source)
 		}
