@@ -15,29 +15,11 @@ func TestPollingSourceConformance(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	db.exec(`CREATE TABLE conf_items (id bigint PRIMARY KEY, body text)`)
-	var mu sync.Mutex
-	n := 0
 	connectortest.Source(t, connectortest.SourceSuite{
-		New: func(t *testing.T) connector.Source {
-			s, err := NewSource(connector.Config{Key: "pg", Plugin: connector.PluginConfig{Source: "pg.toml", Values: map[string]any{
-				"connection_string": db.dsn, "mode": "polling", "tables": []any{"conf_items"},
-				"poll_interval": "20ms", "batch_size": int64(5), "include_metadata": false}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		Add: func(t *testing.T, count int) []string {
-			mu.Lock()
-			defer mu.Unlock()
-			var want []string
-			for range count {
-				n++
-				db.exec(`INSERT INTO conf_items VALUES ($1, $2)`, n, fmt.Sprintf("row %d", n))
-				want = append(want, fmt.Sprintf(`{"id":%d,"body":"row %d"}`, n, n))
-			}
-			return want
-		},
+		New: sourceWith(map[string]any{
+			"connection_string": db.dsn, "mode": "polling", "tables": []any{"conf_items"},
+			"poll_interval": "20ms", "batch_size": int64(5), "include_metadata": false}),
+		Add:       rowAdder(db, "conf_items", `{"id":%[1]d,"body":"row %[1]d"}`),
 		StableIDs: true,
 	})
 }
@@ -79,27 +61,9 @@ func TestCDCSourceConformance(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	db.exec(`CREATE TABLE items (id bigint PRIMARY KEY, body text)`)
-	var mu sync.Mutex
-	n := 0
 	connectortest.Source(t, connectortest.SourceSuite{
-		New: func(t *testing.T) connector.Source {
-			s, err := NewSource(connector.Config{Key: "pg", Plugin: connector.PluginConfig{Source: "pg.toml", Values: cdcConfig(db, nil)}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		},
-		Add: func(t *testing.T, count int) []string {
-			mu.Lock()
-			defer mu.Unlock()
-			var want []string
-			for range count {
-				n++
-				db.exec(`INSERT INTO items VALUES ($1, $2)`, n, fmt.Sprintf("row %d", n))
-				want = append(want, fmt.Sprintf("row %d", n))
-			}
-			return want
-		},
+		New: sourceWith(cdcConfig(db, nil)),
+		Add: rowAdder(db, "items", "row %[1]d"),
 		// An event carries its LSN and commit time; compare the row it
 		// brings, from the initial snapshot (rows there before the first
 		// start) or from the stream (an INSERT).
@@ -114,4 +78,33 @@ func TestCDCSourceConformance(t *testing.T) {
 		},
 		StableIDs: true,
 	})
+}
+
+// sourceWith builds the PostgreSQL source from plugin_config values.
+func sourceWith(values map[string]any) func(t *testing.T) connector.Source {
+	return func(t *testing.T) connector.Source {
+		s, err := NewSource(connector.Config{Key: "pg", Plugin: connector.PluginConfig{Source: "pg.toml", Values: values}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+}
+
+// rowAdder inserts rows (id, 'row <id>') into table, numbering on from the
+// last call, and returns each as want formats its id (%[1]d).
+func rowAdder(db *testDB, table, want string) func(t *testing.T, count int) []string {
+	var mu sync.Mutex
+	n := 0
+	return func(_ *testing.T, count int) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for range count {
+			n++
+			db.exec(`INSERT INTO `+table+` VALUES ($1, $2)`, n, fmt.Sprintf("row %d", n))
+			out = append(out, fmt.Sprintf(want, n))
+		}
+		return out
+	}
 }
