@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -42,19 +41,21 @@ type Broker struct {
 	dirLock  io.Closer // DataDir/LOCK; nil in memory
 
 	// mu guards the model (streams, topics, partitions, groups' maps),
-	// pats and nextUID. See locksordering.txt.
-	mu      sync.RWMutex
-	streams map[uint32]*stream
-	pats    map[string]*pat
-	nextUID uint64
+	// users (with their PATs), nextUID and nextUserID. See
+	// locksordering.txt.
+	mu         sync.RWMutex
+	streams    map[uint32]*stream
+	users      map[uint32]*user
+	nextUID    uint64
+	nextUserID uint32
 
 	connsMu   sync.Mutex // guards conns, admission and closing
 	conns     map[uint64]*conn
 	admission admission
 	closing   bool
 
-	logins                   *loginLimiter
-	rootUserSum, rootPassSum [sha256.Size]byte
+	logins   *loginLimiter
+	verified *verifiedPasswords // passwords.go
 
 	controls controls
 
@@ -76,11 +77,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg: cfg, log: cfg.Logger, start: time.Now(),
 		ctx: bctx, cancel: cancel, done: make(chan struct{}),
-		streams: map[uint32]*stream{}, pats: map[string]*pat{},
-		conns:       map[uint64]*conn{},
-		logins:      newLoginLimiter(cfg.clock),
-		rootUserSum: digest(cfg.RootUsername),
-		rootPassSum: digest(cfg.RootPassword),
+		streams: map[uint32]*stream{}, users: map[uint32]*user{},
+		conns:    map[uint64]*conn{},
+		logins:   newLoginLimiter(cfg.clock),
+		verified: newVerifiedPasswords(),
 	}
 	if err := b.recover(ctx); err != nil {
 		cancel()

@@ -9,7 +9,7 @@ package broker
 // with the committed rejection 1012; it replies StreamDetails with no
 // topics. update_stream (204, op 129) renames (1009 missing, 1012 taken).
 // delete_stream (203, op 130) removes the stream with its topics, logs,
-// groups and offsets; purge_stream (205, op 131) empties every partition
+// groups and offsets, and the users' permissions on it (ids are reused); purge_stream (205, op 131) empties every partition
 // of every topic and forgets their consumer offsets. Metadata changes are
 // saved before the reply.
 
@@ -125,8 +125,10 @@ func handleDeleteStream(b *Broker, r *request) reply {
 		return rejected(wire.ErrStreamIDNotFound.Code)
 	}
 	delete(b.streams, s.id)
+	undo := b.forgetPermissionsOn(s.id, false, 0)
 	if err := b.saveMeta(); err != nil {
 		b.streams[s.id] = s
+		undo()
 		return b.writeFailed("delete stream", err)
 	}
 	for _, t := range s.topics {

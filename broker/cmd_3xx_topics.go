@@ -181,8 +181,10 @@ func handleDeleteTopic(b *Broker, r *request) reply {
 		return rejected(code)
 	}
 	delete(s.topics, t.id)
+	undo := b.forgetPermissionsOn(s.id, true, t.id)
 	if err := b.saveMeta(); err != nil {
 		s.topics[t.id] = t
+		undo()
 		return b.writeFailed("delete topic", err)
 	}
 	b.destroyTopic(t)

@@ -61,9 +61,16 @@ type Config struct {
 	// DataDir holds metadata, partition logs and consumer offsets. "" keeps
 	// everything in memory.
 	DataDir string
-	// RootUsername and RootPassword are the only user's credentials.
+	// RootUsername and RootPassword are the root user's credentials when
+	// the broker starts without users (a new DataDir, or in memory); a
+	// DataDir's stored root is kept otherwise, as upstream does.
 	// Default: $IGGY_ROOT_USERNAME / $IGGY_ROOT_PASSWORD, else "iggy"/"iggy".
 	RootUsername, RootPassword string
+	// ResetRoot sets the stored root user's username and password from
+	// RootUsername and RootPassword at every start, not only the first:
+	// for a broker whose credentials belong to its owner's configuration
+	// (ferry run's embedded broker).
+	ResetRoot bool
 	// TLS, when set, serves TLS on Addr instead of plain TCP.
 	TLS *tls.Config
 	// MetricsAddr, when set, is the TCP address of an HTTP listener that

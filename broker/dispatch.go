@@ -32,8 +32,8 @@ var nonReplicated = map[wire.Command]handler{
 	wire.CmdGetMe:              handleGetMe,
 	wire.CmdGetClient:          handleGetClient,
 	wire.CmdGetClients:         handleGetClients,
-	wire.CmdGetUser:            handleUsersUnsupported,
-	wire.CmdGetUsers:           handleUsersUnsupported,
+	wire.CmdGetUser:            handleGetUser,
+	wire.CmdGetUsers:           handleGetUsers,
 	wire.CmdGetPATs:            handleGetPATs,
 	wire.CmdPollMessages:       handlePoll,
 	wire.CmdFlushUnsavedBuffer: handleFlushUnsavedBuffer,
@@ -62,11 +62,11 @@ var replicated = map[wire.Operation]handler{
 	wire.OpDeleteSegments:       handleDeleteSegments,
 	wire.OpCreateConsumerGroup:  handleCreateConsumerGroup,
 	wire.OpDeleteConsumerGroup:  handleDeleteConsumerGroup,
-	wire.OpCreateUser:           handleUsersUnsupported,
-	wire.OpUpdateUser:           handleUsersUnsupported,
-	wire.OpDeleteUser:           handleUsersUnsupported,
-	wire.OpChangePassword:       handleUsersUnsupported,
-	wire.OpUpdatePermissions:    handleUsersUnsupported,
+	wire.OpCreateUser:           handleCreateUser,
+	wire.OpUpdateUser:           handleUpdateUser,
+	wire.OpDeleteUser:           handleDeleteUser,
+	wire.OpChangePassword:       handleChangePassword,
+	wire.OpUpdatePermissions:    handleUpdatePermissions,
 	wire.OpCreatePAT:            handleCreatePAT,
 	wire.OpDeletePAT:            handleDeletePAT,
 	wire.OpJoinConsumerGroup:    handleJoinConsumerGroup,
@@ -104,9 +104,10 @@ func (b *Broker) route(r *request) reply {
 		return reply{evict: wire.EvictNoSession}
 	case replicated[op] == nil:
 	case op.Metadata():
-		return b.deduplicated(r, replicated[op])
+		h := replicated[op]
+		return b.deduplicated(r, func(b *Broker, r *request) reply { return b.runGated(h, r) })
 	case op.Partition():
-		return replicated[op](b, r)
+		return b.runGated(replicated[op], r)
 	}
 	// Internal operations (64..68) are replica-to-replica only.
 	return status(wire.ErrInvalidCommand.Code)
@@ -126,9 +127,17 @@ func (b *Broker) routeNonReplicated(r *request, bound bool) reply {
 		return status(wire.ErrFeatureUnavailable.Code)
 	}
 	if h := nonReplicated[r.cmd()]; h != nil {
-		return h(b, r)
+		return b.runGated(h, r)
 	}
 	return status(wire.ErrFeatureUnavailable.Code)
+}
+
+// runGated runs h after the permission gate (authz.go) lets r through.
+func (b *Broker) runGated(h handler, r *request) reply {
+	if rep, ok := b.gate(r); !ok {
+		return rep
+	}
+	return h(b, r)
 }
 
 // deduplicated runs a metadata handler at most once per request id: an id

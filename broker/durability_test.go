@@ -45,7 +45,7 @@ func TestRestartRestoresEverything(t *testing.T) {
 	poll(t, c, wire.PollMessages{Consumer: groupConsumer(gid), Stream: sid, Topic: tid, Partition: wire.Partition(1), Strategy: wire.Next(), Count: 3, AutoCommit: true})
 	single7 := wire.ConsumerOffsetRef{Consumer: single(7), Stream: sid, Topic: tid, Partition: wire.Partition(0)}
 	ok(t, do(t, c, wire.CmdStoreConsumerOffset, &wire.StoreConsumerOffset{ConsumerOffsetRef: single7, Offset: 8, Ack: 0}))
-	token := decodeAs[wire.CreatePATReply](t, ok(t, do(t, c, wire.CmdCreatePAT, &wire.CreatePAT{Name: "ci"}))).Token
+	token := decodeAs[wire.CreatePATReply](t, ok(t, do(t, c, wire.CmdCreatePAT, &wire.CreatePAT{Name: "ci-token"}))).Token
 
 	snapshot := func(c *rawclient.Client) map[string][]byte {
 		out := map[string][]byte{

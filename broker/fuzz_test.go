@@ -55,7 +55,12 @@ func (fb *fuzzBroker) reset(t testing.TB) {
 			b.destroyTopic(tp)
 		}
 	}
-	b.pats = map[string]*pat{}
+	for id, u := range b.users {
+		if id != rootUserID {
+			delete(b.users, id)
+		}
+		u.pats = map[string]*pat{}
+	}
 	b.mu.Unlock()
 	fb.reconnect(t)
 	mustOK(t, fb.c, wire.CmdCreateStream, wire.Marshal(&wire.CreateStream{Name: "s"}))
@@ -162,7 +167,7 @@ func fuzzSeeds(f *testing.F) {
 		{wire.CmdStoreConsumerOffset, wire.Marshal(&wire.StoreConsumerOffset{ConsumerOffsetRef: ref, Offset: 0, Ack: 1})},
 		{wire.CmdGetConsumerOffset, wire.Marshal(&ref)},
 		{wire.CmdDeleteConsumerOffset, wire.Marshal(&wire.DeleteConsumerOffset{ConsumerOffsetRef: ref, Ack: 0})},
-		{wire.CmdCreatePAT, wire.Marshal(&wire.CreatePAT{Name: "p", Expiry: 5})},
+		{wire.CmdCreatePAT, wire.Marshal(&wire.CreatePAT{Name: "pat", Expiry: 5})},
 		{wire.CmdPurgeTopic, wire.Marshal(&wire.TopicRef{Stream: s, Topic: tp})},
 		{wire.CmdDeleteStream, wire.Marshal(&wire.StreamRef{Stream: s})},
 	}
@@ -229,13 +234,22 @@ func FuzzOffsetsJournal(f *testing.F) {
 }
 
 func FuzzMetadata(f *testing.F) {
-	b := &Broker{streams: map[uint32]*stream{}, pats: map[string]*pat{}, nextUID: 3}
+	hash, err := hashPassword("secret")
+	require.NoError(f, err)
+	b := &Broker{streams: map[uint32]*stream{}, nextUID: 3, nextUserID: 2, users: map[uint32]*user{
+		0: {id: 0, name: "iggy", status: wire.UserActive, password: hash, perms: nil, pats: map[string]*pat{"tok": {name: "tok"}}},
+		1: {id: 1, name: "app", status: wire.UserInactive, password: hash, perms: &wire.Permissions{
+			Streams: map[uint32]*wire.StreamPermissions{0: {ReadStream: true, Topics: map[uint32]*wire.TopicPermissions{1: {PollMessages: true}}}},
+		}, pats: map[string]*pat{}},
+	}}
 	s := &stream{id: 0, name: "s", topics: map[uint32]*topic{}}
 	tp := &topic{stream: s, id: 1, uid: 2, name: "t", opts: wire.DefaultTopicOptions(), groups: map[uint32]*group{}, nextGroup: 1}
 	tp.groups[0] = newGroup(tp, 0, "g")
 	s.topics[1] = tp
 	b.streams[0] = s
 	good, err := json.Marshal(b.snapshotMeta())
+	_, derr := decodeMeta(good)
+	require.NoError(f, derr, "the seed is a valid metadata file")
 	require.NoError(f, err)
 	f.Add(good)
 	f.Add([]byte(`{"version":1}`))

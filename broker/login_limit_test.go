@@ -265,14 +265,28 @@ func (r *recordLog) failures() []int64 {
 	return append([]int64(nil), r.seen...)
 }
 
-// Credentials are compared as digests: a prefix, an extension or another
-// case of the password does not match.
+// A password login matches the stored argon2id hash exactly: a prefix,
+// an extension or another case of the password does not match, nor does
+// another username; an inactive user is refused like a wrong password.
 func TestCheckPassword(t *testing.T) {
 	t.Parallel()
-	b := &Broker{rootUserSum: digest("iggy"), rootPassSum: digest("secret-password")}
-	require.True(t, b.checkPassword("iggy", "secret-password"))
-	for _, p := range []string{"secret", "secret-password!", "Secret-password", ""} {
-		require.False(t, b.checkPassword("iggy", p), "%q", p)
+	hash, err := hashPassword("secret-password")
+	require.NoError(t, err)
+	b := &Broker{verified: newVerifiedPasswords(), users: map[uint32]*user{
+		0: {id: 0, name: "iggy", status: wire.UserActive, password: hash},
+		1: {id: 1, name: "sleepy", status: wire.UserInactive, password: hash},
+	}}
+	for range 2 { // the second time from the verified cache
+		id, reason := b.checkPassword("iggy", "secret-password")
+		require.Equal(t, uint32(0), id)
+		require.Zero(t, reason)
 	}
-	require.False(t, b.checkPassword("iggy2", "secret-password"))
+	for _, p := range []string{"secret", "secret-password!", "Secret-password", ""} {
+		_, reason := b.checkPassword("iggy", p)
+		require.Equal(t, wire.EvictInvalidCredentials, reason, "%q", p)
+	}
+	for _, u := range []string{"iggy2", "sleepy", "ig"} {
+		_, reason := b.checkPassword(u, "secret-password")
+		require.Equal(t, wire.EvictInvalidCredentials, reason, "%q", u)
+	}
 }

@@ -2,7 +2,9 @@ package broker
 
 // metadata.json holds everything but messages and offsets: streams, topics
 // (options, created_at, partition created_at list, group ids and names,
-// the next group id) and PAT hashes. It is JSON so an operator can read it.
+// the next group id) and users (argon2id password hashes, permissions,
+// PAT hashes). It is JSON so an operator can read it, and 0600 because of
+// the hashes.
 //
 // Layout under DataDir:
 //
@@ -22,11 +24,12 @@ package broker
 // brought back to it when a partition opens.
 //
 // Format changes: bump metaVersion, teach decodeMeta the old version and
-// convert it on load; the next save writes the new one.
+// convert it on load; the next save writes the new one. Version 1 had no
+// users and its PATs were root's: it loads with no users (so root is made
+// from the configured credentials) and those PATs given to root.
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,17 +43,20 @@ import (
 )
 
 const (
-	metaVersion  = 1
+	metaVersion  = 2
 	metaFileName = "metadata.json"
 	// maxPartitions bounds a topic's partitions in a metadata file.
 	maxPartitions = 1 << 20
 )
 
 type metaFile struct {
-	Version int          `json:"version"`
-	NextUID uint64       `json:"next_uid"`
-	Streams []metaStream `json:"streams"`
-	PATs    []metaPAT    `json:"personal_access_tokens"`
+	Version    int          `json:"version"`
+	NextUID    uint64       `json:"next_uid"`
+	Streams    []metaStream `json:"streams"`
+	NextUserID uint32       `json:"next_user_id"`
+	Users      []metaUser   `json:"users"`
+	// PATs are version 1's (root's); version 2 keeps them with each user.
+	PATs []metaPAT `json:"personal_access_tokens,omitempty"`
 }
 
 type metaStream struct {
@@ -84,7 +90,8 @@ type metaPAT struct {
 
 // snapshotMeta captures the model. Caller holds b.mu.
 func (b *Broker) snapshotMeta() metaFile {
-	m := metaFile{Version: metaVersion, NextUID: b.nextUID, Streams: []metaStream{}, PATs: []metaPAT{}}
+	m := metaFile{Version: metaVersion, NextUID: b.nextUID, Streams: []metaStream{},
+		NextUserID: b.nextUserID, Users: b.snapshotUsers()}
 	for _, sid := range sortedKeys(b.streams) {
 		s := b.streams[sid]
 		ms := metaStream{ID: s.id, Name: s.name, CreatedAt: s.createdAt, Topics: []metaTopic{}}
@@ -103,9 +110,6 @@ func (b *Broker) snapshotMeta() metaFile {
 			ms.Topics = append(ms.Topics, mt)
 		}
 		m.Streams = append(m.Streams, ms)
-	}
-	for _, p := range b.pats {
-		m.PATs = append(m.PATs, metaPAT{Name: p.name, SHA256: hex.EncodeToString(p.hash[:]), ExpiresAt: p.expiresAt})
 	}
 	return m
 }
@@ -129,8 +133,11 @@ func decodeMeta(data []byte) (metaFile, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("decode metadata: %w", err)
 	}
-	if m.Version != metaVersion {
-		return m, fmt.Errorf("metadata version %d, this build reads %d", m.Version, metaVersion)
+	if m.Version != 1 && m.Version != metaVersion {
+		return m, fmt.Errorf("metadata version %d, this build reads 1 and %d", m.Version, metaVersion)
+	}
+	if m.Version == 2 && len(m.PATs) > 0 {
+		return m, errors.New("metadata version 2 has personal access tokens outside its users")
 	}
 	sids := map[uint32]bool{}
 	uids := map[uint64]bool{}
@@ -161,10 +168,11 @@ func decodeMeta(data []byte) (metaFile, error) {
 			}
 		}
 	}
-	for _, p := range m.PATs {
-		if h, err := hex.DecodeString(p.SHA256); err != nil || len(h) != 32 || p.Name == "" {
-			return m, fmt.Errorf("metadata: personal access token %q: bad hash or name", p.Name)
-		}
+	if err := checkMetaPATs(m.PATs); err != nil {
+		return m, fmt.Errorf("metadata: %w", err)
+	}
+	if err := checkMetaUsers(m.Users, m.NextUserID); err != nil {
+		return m, err
 	}
 	return m, nil
 }
@@ -278,7 +286,8 @@ func removeAll(dir string) error {
 func (b *Broker) recover(ctx context.Context) error {
 	b.nextUID = 1
 	if b.cfg.DataDir == "" {
-		return nil
+		_, err := b.bootstrapRoot()
+		return err
 	}
 	if err := os.MkdirAll(filepath.Join(b.cfg.DataDir, "topics"), 0o755); err != nil {
 		return fmt.Errorf("broker: data dir: %w", err)
@@ -302,6 +311,9 @@ func (b *Broker) recover(ctx context.Context) error {
 				filepath.Join(b.cfg.DataDir, metaFileName), topics, len(entries))
 		}
 		// Written now, so that from here on a missing file means a lost one.
+		if _, err := b.bootstrapRoot(); err != nil {
+			return err
+		}
 		return b.saveMeta()
 	}
 	if err != nil {
@@ -341,11 +353,18 @@ func (b *Broker) recover(ctx context.Context) error {
 			}
 		}
 	}
-	for _, mp := range m.PATs {
-		p := &pat{name: mp.Name, expiresAt: mp.ExpiresAt}
-		h, _ := hex.DecodeString(mp.SHA256)
-		copy(p.hash[:], h)
-		b.pats[p.name] = p
+	b.restoreUsers(m.Users, m.NextUserID)
+	changed, err := b.bootstrapRoot()
+	if err != nil {
+		return err
+	}
+	if len(m.PATs) > 0 { // version 1: root's
+		b.users[rootUserID].pats = restorePATs(m.PATs)
+	}
+	if changed || m.Version != metaVersion {
+		if err := b.saveMeta(); err != nil {
+			return fmt.Errorf("broker: save %s: %w", filepath.Join(b.cfg.DataDir, metaFileName), err)
+		}
 	}
 	return b.removeOrphans(live)
 }

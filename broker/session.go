@@ -26,10 +26,10 @@ import (
 	"github.com/ferryhq/ferry/iggy/wire"
 )
 
-// rootUserID is the id of the root user, the broker's only user.
+// rootUserID is the id of the root user.
 const rootUserID = 0
 
-// pat is a personal access token of the root user; only its hash is kept.
+// pat is a personal access token of a user; only its hash is kept.
 type pat struct {
 	name      string
 	hash      [sha256.Size]byte
@@ -61,25 +61,26 @@ func (b *Broker) register(r *request) reply {
 		b.log.Info("login refused: malformed body", "conn", c.id, "err", err)
 		return reply{evict: wire.EvictMalformedLogin}
 	}
-	if rep, ok := b.checkCredentials(c, pw, tok); !ok {
+	uid, rep, ok := b.checkCredentials(c, pw, tok)
+	if !ok {
 		return rep
 	}
 	session := b.commit.Add(1)
 	c.mu.Lock()
-	c.bound, c.session, c.client, c.userID = true, session, r.h.Client, rootUserID
+	c.bound, c.session, c.client, c.userID = true, session, r.h.Client, uid
 	c.mu.Unlock()
 	c.authed.Store(true)
 	b.loggedIn(c)
 	c.watermark, c.cached = 0, nil
-	b.log.Debug("session bound", "conn", c.id, "session", session)
-	return registerReply(rootUserID, session)
+	b.log.Debug("session bound", "conn", c.id, "session", session, "user_id", uid)
+	return registerReply(uid, session)
 }
 
 // checkCredentials checks a password or token login through the login
 // limiter (login_limit.go): it waits out the backoff of the connection's
 // address and the username, checks, and records the outcome. It returns
-// the eviction to answer when the login fails.
-func (b *Broker) checkCredentials(c *conn, pw *wire.Register, tok *wire.RegisterPAT) (reply, bool) {
+// the user logged in as, or the eviction to answer when the login fails.
+func (b *Broker) checkCredentials(c *conn, pw *wire.Register, tok *wire.RegisterPAT) (uint32, reply, bool) {
 	keys := []string{addrKey(c.remote)}
 	if pw != nil {
 		keys = append(keys, userKey(pw.Username))
@@ -91,68 +92,87 @@ func (b *Broker) checkCredentials(c *conn, pw *wire.Register, tok *wire.Register
 		case <-b.cfg.clock.After(wait):
 		case <-c.gone:
 			att.end(loginAbandoned)
-			return reply{silent: true, drop: true}, false
+			return 0, reply{silent: true, drop: true}, false
 		case <-b.ctx.Done():
 			att.end(loginAbandoned)
-			return reply{silent: true, drop: true}, false
+			return 0, reply{silent: true, drop: true}, false
 		}
 	}
-	var refused reply
+	var uid uint32
+	var reason wire.EvictionReason
 	var username string
-	switch {
-	case pw != nil && !b.checkPassword(pw.Username, pw.Password):
-		refused, username = reply{evict: wire.EvictInvalidCredentials}, pw.Username
-	case tok != nil && !b.checkToken(tok.Token):
-		refused = reply{evict: wire.EvictInvalidToken}
-	default:
-		att.end(loginSucceeded)
-		return reply{}, true
+	if pw != nil {
+		username = pw.Username
+		uid, reason = b.checkPassword(pw.Username, pw.Password)
+	} else {
+		uid, reason = b.checkToken(tok.Token)
 	}
+	if reason == 0 {
+		att.end(loginSucceeded)
+		return uid, reply{}, true
+	}
+	refused := reply{evict: reason}
 	count, warn := att.end(loginFailed)
 	b.log.Debug("login refused", "conn", c.id, "remote", c.remote, "reason", refused.evict, "username", username)
 	if warn {
 		b.log.Warn("failed logins", "remote", c.remote, "failures", count, "last_username", username,
 			"last_reason", refused.evict)
 	}
-	return refused, false
+	return 0, refused, false
 }
 
-// checkPassword reports whether user and pass are root's credentials.
-func (b *Broker) checkPassword(user, pass string) bool {
-	if n := len(user); n < 3 || n > 50 {
-		return false
+// checkPassword checks a password login: it returns the user's id, or
+// InvalidCredentials for a username or password outside 3..50/3..100
+// bytes, an unknown user (after a dummy hash, so that it takes as long),
+// a wrong password or an inactive user, as upstream's new server does
+// (so a login does not tell whether a user exists or is inactive).
+func (b *Broker) checkPassword(username, password string) (uint32, wire.EvictionReason) {
+	if checkUsername(username) != 0 || checkNewPassword(password) != 0 {
+		return 0, wire.EvictInvalidCredentials
 	}
-	if n := len(pass); n < 3 || n > 100 {
-		return false
+	b.mu.RLock()
+	u := b.userNamed(username)
+	var id uint32
+	var stored string
+	var active bool
+	if u != nil {
+		id, stored, active = u.id, u.password, u.status == wire.UserActive
 	}
-	u := secretMatches(user, b.rootUserSum)
-	p := secretMatches(pass, b.rootPassSum)
-	return u && p
+	b.mu.RUnlock()
+	if u == nil {
+		verifyPassword(dummyHash(), password)
+		return 0, wire.EvictInvalidCredentials
+	}
+	if !b.verified.check(id, stored, password) || !active {
+		return 0, wire.EvictInvalidCredentials
+	}
+	return id, 0
 }
 
-// secretMatches compares a secret a client sent with the SHA-256 of the
-// stored one in constant time: both sides are fixed-length digests, so the
-// time depends on neither secret's length or content. It is the one place
-// credentials are compared (passwords will move to argon2id here).
-func secretMatches(given string, want [sha256.Size]byte) bool {
-	got := digest(given)
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
-}
-
-// digest is what secretMatches compares.
-func digest(secret string) [sha256.Size]byte { return sha256.Sum256([]byte(secret)) }
-
-func (b *Broker) checkToken(token string) bool {
+// checkToken checks a token login: it returns the token's user, or
+// InvalidToken for an unknown or expired token, UserInactive when its
+// user is inactive. Tokens are compared as SHA-256 digests in constant
+// time.
+func (b *Broker) checkToken(token string) (uint32, wire.EvictionReason) {
 	h := sha256.Sum256([]byte(token))
 	now := nowMicros()
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for _, p := range b.pats {
-		if subtle.ConstantTimeCompare(h[:], p.hash[:]) == 1 {
-			return !p.expired(now)
+	for _, u := range b.users {
+		for _, p := range u.pats {
+			if subtle.ConstantTimeCompare(h[:], p.hash[:]) != 1 {
+				continue
+			}
+			switch {
+			case p.expired(now):
+				return 0, wire.EvictInvalidToken
+			case u.status != wire.UserActive:
+				return 0, wire.EvictUserInactive
+			}
+			return u.id, 0
 		}
 	}
-	return false
+	return 0, wire.EvictInvalidToken
 }
 
 // handleLogout (39, operation 3): unbind and leave every group; the socket

@@ -103,13 +103,13 @@ func TestPersonalAccessTokens(t *testing.T) {
 	create := func(name string, expiry uint64) *rawclient.Reply {
 		return do(t, c, wire.CmdCreatePAT, &wire.CreatePAT{Name: name, Expiry: expiry})
 	}
-	token := decodeAs[wire.CreatePATReply](t, ok(t, create("ci", 0))).Token
+	token := decodeAs[wire.CreatePATReply](t, ok(t, create("ci-token", 0))).Token
 	require.GreaterOrEqual(t, len(token), 32)
-	committed(t, create("ci", 0), wire.ErrPATAlreadyExists.Code)
+	committed(t, create("ci-token", 0), wire.ErrPATAlreadyExists.Code)
 	short := decodeAs[wire.CreatePATReply](t, ok(t, create("short", 1))).Token // 1 µs
 	list := decodeAs[wire.PATList](t, ok(t, do(t, c, wire.CmdGetPATs, nil)))
 	require.Len(t, list, 2)
-	require.Equal(t, "ci", list[0].Name)
+	require.Equal(t, "ci-token", list[0].Name)
 	require.Zero(t, list[0].Expiry)
 	require.NotZero(t, list[1].Expiry)
 
@@ -124,8 +124,8 @@ func TestPersonalAccessTokens(t *testing.T) {
 	rep, err := e.LoginPAT(short)
 	evicted(t, e, rep, err, wire.EvictInvalidToken)
 
-	ok(t, do(t, c, wire.CmdDeletePAT, &wire.DeletePAT{Name: "ci"}))
-	committed(t, do(t, c, wire.CmdDeletePAT, &wire.DeletePAT{Name: "ci"}), wire.ErrResourceNotFound.Code)
+	ok(t, do(t, c, wire.CmdDeletePAT, &wire.DeletePAT{Name: "ci-token"}))
+	committed(t, do(t, c, wire.CmdDeletePAT, &wire.DeletePAT{Name: "ci-token"}), wire.ErrResourceNotFound.Code)
 	d := dial(t, b)
 	rep, err = d.LoginPAT(token)
 	evicted(t, d, rep, err, wire.EvictInvalidToken)
@@ -192,7 +192,7 @@ func TestNonReplicatedCodes(t *testing.T) {
 		{wire.CmdLoginRegister, 0},
 		{wire.CmdLoginRegisterWithPAT, 0},
 		{wire.CmdFlushUnsavedBuffer, wire.ErrFeatureUnavailable.Code},
-		{wire.CmdGetUsers, wire.ErrFeatureUnavailable.Code},
+		{wire.CmdCreateUser, wire.ErrFeatureUnavailable.Code},
 	}
 	for i, tc := range cases {
 		rep := nonRep(tc.code)
@@ -200,7 +200,7 @@ func TestNonReplicatedCodes(t *testing.T) {
 		require.Empty(t, rep.Body, "case %d", i)
 	}
 	ok(t, do(t, c, wire.CmdGetStreams, nil)) // still logged in after 39/40/45 as NonReplicated
-	denied(t, do(t, c, wire.CmdCreateUser, []byte{1, 2, 3}), wire.ErrFeatureUnavailable.Code)
+	denied(t, do(t, c, wire.CmdCreateUser, []byte{1, 2, 3}), wire.ErrInvalidCommand.Code)
 	// The denied user op did not consume its request id: this one reuses
 	// the next and must commit.
 	createStream(t, c, "after-denial")

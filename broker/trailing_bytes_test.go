@@ -28,7 +28,8 @@ var junk = binary.LittleEndian.AppendUint32(nil, 1)
 // trailingFixture is the state every case starts from: stream s (id 0)
 // with topic t (4 partitions, 3 batches in partition 0, group g joined by
 // c, consumer 0's offset 1 stored) and topics t1, t2; streams s1, s2;
-// groups g1, g2 on t; PATs p1, p2.
+// groups g1, g2 on t; PATs pat1, pat2; users user1, user2 (password
+// "secret").
 type trailingFixture struct {
 	b        *broker.Broker
 	c        *rawclient.Client
@@ -54,9 +55,12 @@ func newTrailingFixture(t *testing.T) *trailingFixture {
 		send(t, c, f.s, f.t, wire.ToPartition(0), numbered(fmt.Sprint("m", i, "-"), 0, 2)...)
 	}
 	ok(t, do(t, c, wire.CmdStoreConsumerOffset, f.storeOffset()))
-	for _, name := range []string{"p1", "p2"} {
+	for _, name := range []string{"pat1", "pat2"} {
 		tok := decodeAs[wire.CreatePATReply](t, ok(t, do(t, c, wire.CmdCreatePAT, &wire.CreatePAT{Name: name})))
 		f.token = tok.Token
+	}
+	for _, name := range []string{"user1", "user2"} {
+		ok(t, do(t, c, wire.CmdCreateUser, &wire.CreateUser{Username: name, Password: "secret", Status: wire.UserActive}))
 	}
 	me := decodeAs[wire.ClientInfo](t, ok(t, do(t, c, wire.CmdGetMe, nil)))
 	f.clientID = me.ClientID
@@ -137,22 +141,30 @@ func trailingCases() []trailingCase {
 		{cmd: wire.CmdGetMe},
 		{cmd: wire.CmdGetClient, body: func(f *trailingFixture) []byte { return wire.Marshal(&wire.GetClient{ClientID: f.clientID}) }},
 		{cmd: wire.CmdGetClients},
-		// Users are item 1 of issue 12: status 5 either way until then.
-		{cmd: wire.CmdGetUser, body: enc(&wire.StreamRef{Stream: wire.NumericID(0)})},
+		{cmd: wire.CmdGetUser, body: enc(&wire.UserRef{User: wire.NamedID("user1")})},
 		{cmd: wire.CmdGetUsers},
-		{cmd: wire.CmdCreateUser, body: enc(&wire.DeletePAT{Name: "user"})},
-		{cmd: wire.CmdDeleteUser, body: enc(&wire.StreamRef{Stream: wire.NumericID(1)})},
-		{cmd: wire.CmdUpdateUser, body: enc(&wire.StreamRef{Stream: wire.NumericID(1)})},
-		{cmd: wire.CmdUpdatePermissions, body: enc(&wire.StreamRef{Stream: wire.NumericID(1)})},
-		{cmd: wire.CmdChangePassword, body: enc(&wire.StreamRef{Stream: wire.NumericID(1)})},
+		{cmd: wire.CmdCreateUser, body: enc(&wire.CreateUser{Username: "new1", Password: "secret", Status: wire.UserActive}),
+			again: enc(&wire.CreateUser{Username: "new2", Password: "secret", Status: wire.UserActive}),
+			same: func(t *testing.T, plain, trailing []byte) {
+				a, b := decodeAs[wire.UserDetails](t, plain), decodeAs[wire.UserDetails](t, trailing)
+				require.Equal(t, a.ID+1, b.ID)
+				require.Equal(t, []string{"new1", "new2"}, []string{a.Username, b.Username})
+				a.ID, a.Username, a.CreatedAt, b.ID, b.Username, b.CreatedAt = 0, "", 0, 0, "", 0
+				require.Equal(t, a, b)
+			}},
+		{cmd: wire.CmdDeleteUser, body: enc(&wire.UserRef{User: wire.NamedID("user1")}), again: enc(&wire.UserRef{User: wire.NamedID("user2")})},
+		{cmd: wire.CmdUpdateUser, body: enc(&wire.UpdateUser{User: wire.NamedID("user1"), Status: ptr(wire.UserActive)})},
+		{cmd: wire.CmdUpdatePermissions, body: enc(&wire.UpdatePermissions{User: wire.NamedID("user1"), Permissions: &wire.Permissions{
+			Global: wire.GlobalPermissions{ReadStreams: true}}})},
+		{cmd: wire.CmdChangePassword, body: enc(&wire.ChangePassword{User: wire.NamedID("user1"), CurrentPassword: "secret", NewPass: "secret"})},
 		{cmd: wire.CmdLogoutUser, between: func(t *testing.T, f *trailingFixture) {
 			f.c.NewClientID()
 			register(t, f, wire.Marshal(pw))
 		}},
 		{cmd: wire.CmdLoginRegister, body: enc(pw), exchange: register, same: sameRegister},
 		{cmd: wire.CmdGetPATs},
-		{cmd: wire.CmdCreatePAT, body: enc(&wire.CreatePAT{Name: "p3"}), again: enc(&wire.CreatePAT{Name: "p4"}), same: sameLength},
-		{cmd: wire.CmdDeletePAT, body: enc(&wire.DeletePAT{Name: "p1"}), again: enc(&wire.DeletePAT{Name: "p2"})},
+		{cmd: wire.CmdCreatePAT, body: enc(&wire.CreatePAT{Name: "pat3"}), again: enc(&wire.CreatePAT{Name: "pat4"}), same: sameLength},
+		{cmd: wire.CmdDeletePAT, body: enc(&wire.DeletePAT{Name: "pat1"}), again: enc(&wire.DeletePAT{Name: "pat2"})},
 		{cmd: wire.CmdLoginRegisterWithPAT, body: func(f *trailingFixture) []byte {
 			return wire.Marshal(&wire.RegisterPAT{ProtocolVersion: wire.ProtocolVersion, SDKName: "t", SDKVersion: "1", Token: f.token})
 		}, exchange: register, same: sameRegister},
@@ -348,7 +360,7 @@ func TestTrailingBytesUpstreamRejects(t *testing.T) {
 			require.Nil(t, rep.Eviction, "%s %s", cmd, what)
 			switch cmd {
 			case wire.CmdPing, wire.CmdGetStats, wire.CmdGetClusterMetadata, wire.CmdGetMe, wire.CmdGetClients,
-				wire.CmdGetStreams, wire.CmdGetPATs, wire.CmdLogoutUser:
+				wire.CmdGetStreams, wire.CmdGetPATs, wire.CmdLogoutUser, wire.CmdGetUsers:
 				// No body to decode: served as without one.
 				require.Zero(t, rep.Status(), "%s %s", cmd, what)
 				if cmd == wire.CmdLogoutUser {
@@ -356,9 +368,8 @@ func TestTrailingBytesUpstreamRejects(t *testing.T) {
 					_, err := c.Login("iggy", "iggy")
 					require.NoError(t, err)
 				}
-			case wire.CmdGetUser, wire.CmdGetUsers, wire.CmdCreateUser, wire.CmdDeleteUser, wire.CmdUpdateUser,
-				wire.CmdUpdatePermissions, wire.CmdChangePassword, wire.CmdFlushUnsavedBuffer:
-				// Users (issue 12 item 1) and flush answer 5 before decoding.
+			case wire.CmdFlushUnsavedBuffer:
+				// Flush answers 5 before decoding.
 				require.Equal(t, wire.ErrFeatureUnavailable.Code, rep.Status(), "%s %s", cmd, what)
 			case wire.CmdPollMessages:
 				// Upstream answers an undecodable poll with an empty poll.

@@ -339,10 +339,10 @@ func TestPersonalAccessTokens(t *testing.T) {
 	c := dial(t, b.Addr())
 	ctx := testCtx(t)
 
-	token, err := c.CreatePAT(ctx, "ci", 0)
+	token, err := c.CreatePAT(ctx, "ci-token", 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, token)
-	_, err = c.CreatePAT(ctx, "ci", 0)
+	_, err = c.CreatePAT(ctx, "ci-token", 0)
 	requireIggyError(t, err, wire.CmdCreatePAT, iggy.ErrPATAlreadyExists)
 	_, err = c.CreatePAT(ctx, "short", time.Hour)
 	require.NoError(t, err)
@@ -353,7 +353,7 @@ func TestPersonalAccessTokens(t *testing.T) {
 	for _, p := range l {
 		names = append(names, p.Name)
 	}
-	require.ElementsMatch(t, []string{"ci", "short"}, names)
+	require.ElementsMatch(t, []string{"ci-token", "short"}, names)
 
 	for _, target := range []string{"iggy://" + token + "@" + b.Addr(), "iggy://:" + token + "@" + b.Addr(), b.Addr() + "?pat=" + token} {
 		if target[0] != 'i' {
@@ -370,8 +370,8 @@ func TestPersonalAccessTokens(t *testing.T) {
 	require.NoError(t, pc.Ping(ctx))
 	require.NoError(t, pc.Close())
 
-	require.NoError(t, c.DeletePAT(ctx, "ci"))
-	requireIggyError(t, c.DeletePAT(ctx, "ci"), wire.CmdDeletePAT, iggy.ErrResourceNotFound)
+	require.NoError(t, c.DeletePAT(ctx, "ci-token"))
+	requireIggyError(t, c.DeletePAT(ctx, "ci-token"), wire.CmdDeletePAT, iggy.ErrResourceNotFound)
 	_, err = iggy.Dial(ctx, b.Addr(), iggy.WithToken(token))
 	requireIggyError(t, err, wire.CmdLoginRegisterWithPAT, iggy.ErrInvalidPAT)
 	var ev *wire.EvictionError

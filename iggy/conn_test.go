@@ -356,7 +356,7 @@ func TestCredentialsNeverShown(t *testing.T) {
 
 	c := dial(t, b.Addr(), iggy.WithCredentials("admin", secret), iggy.WithLogger(logger),
 		iggy.WithReconnect(10*time.Millisecond, 50*time.Millisecond))
-	token, err := c.CreatePAT(ctx, "t", 0)
+	token, err := c.CreatePAT(ctx, "tok", 0)
 	require.NoError(t, err)
 	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
 		out := fmt.Sprintf(format, c)

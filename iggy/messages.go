@@ -296,12 +296,16 @@ func (c *Client) partitionsCount(ctx context.Context, stream, topic Identifier) 
 }
 
 // resolvePartition turns balanced and key partitioning into an explicit
-// partition.
+// partition. A user who may send but not read the topic (its partition
+// count) gets p back unchanged, for the server to resolve.
 func (c *Client) resolvePartition(ctx context.Context, stream, topic Identifier, p Partitioning) (Partitioning, error) {
 	if p.Kind == wire.PartitionByID {
 		return p, nil
 	}
 	n, cur, err := c.partitionsCount(ctx, stream, topic)
+	if errors.Is(err, ErrUnauthorized) {
+		return p, nil
+	}
 	if err != nil {
 		return p, err
 	}

@@ -183,6 +183,10 @@ func (p *Producer) routeAll(ctx context.Context, msgs []Message) ([]route, error
 		base = route{partition: p.cfg.partitioning.PartitionID}
 	case wire.PartitionByMessageKey:
 		rp, err := p.c.resolvePartition(ctx, p.stream, p.topic, p.cfg.partitioning)
+		if err == nil && rp.Kind != wire.PartitionByID {
+			err = fmt.Errorf("routing by key needs the partition count of topic %s, which this user may not read (grant read_topic): %w",
+				p.topic, ErrUnauthorized)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("iggy: producer: %w", err)
 		}
@@ -202,6 +206,10 @@ func (p *Producer) routeAll(ctx context.Context, msgs []Message) ([]route, error
 			return nil, fmt.Errorf("iggy: producer: message %d: key is %d bytes, at most 255: %w", i, len(k), wire.ErrInvalidKeyValueLength)
 		}
 		rp, err := p.c.resolvePartition(ctx, p.stream, p.topic, ByKey(k))
+		if err == nil && rp.Kind != wire.PartitionByID {
+			err = fmt.Errorf("routing by key needs the partition count of topic %s, which this user may not read (grant read_topic): %w",
+				p.topic, ErrUnauthorized)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("iggy: producer: %w", err)
 		}

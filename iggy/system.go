@@ -113,8 +113,8 @@ func (c *Client) DescribeOptions(ctx context.Context, scope OptionScope) ([]Opti
 // CreatePAT creates a personal access token for the logged-in user and
 // returns it; expiry 0 means it never expires.
 func (c *Client) CreatePAT(ctx context.Context, name string, expiry time.Duration) (string, error) {
-	if err := checkName(wire.CmdCreatePAT, "token", name); err != nil {
-		return "", err
+	if n := len(name); n < 3 || n > 30 {
+		return "", fmt.Errorf("iggy: %s: token name must be 3..30 bytes, got %d: %w", wire.CmdCreatePAT, n, wire.ErrInvalidPATName)
 	}
 	if expiry < 0 {
 		return "", fmt.Errorf("iggy: %s: expiry %s is negative", wire.CmdCreatePAT, expiry)

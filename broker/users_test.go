@@ -1,0 +1,3 @@
+package broker_test
+
+func ptr[T any](v T) *T { return &v }
