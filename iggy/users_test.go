@@ -213,11 +213,20 @@ var (
 )
 
 var permOps = []permOp{
-	{"get_stats", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error { _, err := c.Stats(ctx); return err },
+	{"get_stats", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
+		_, err := c.Stats(ctx)
+		return err
+	},
 		[]string{"G.manage_servers", "G.read_servers"}},
-	{"get_clients", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error { _, err := c.ListClients(ctx); return err },
+	{"get_clients", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
+		_, err := c.ListClients(ctx)
+		return err
+	},
 		[]string{"G.manage_servers", "G.read_servers"}},
-	{"get_users", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error { _, err := c.ListUsers(ctx); return err },
+	{"get_users", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
+		_, err := c.ListUsers(ctx)
+		return err
+	},
 		[]string{"G.manage_users", "G.read_users"}},
 	{"get_user (root)", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
 		_, err := c.GetUser(ctx, iggy.NumericID(0))
@@ -227,9 +236,15 @@ var permOps = []permOp{
 		_, err := c.CreateUser(ctx, uniqueName("made"), "secret", iggy.UserActive, nil)
 		return err
 	}, []string{"G.manage_users"}},
-	{"get_streams", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error { _, err := c.ListStreams(ctx); return err },
+	{"get_streams", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
+		_, err := c.ListStreams(ctx)
+		return err
+	},
 		[]string{"G.manage_streams", "G.read_streams"}},
-	{"get_stream", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error { _, err := c.GetStream(ctx, s); return err },
+	{"get_stream", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error {
+		_, err := c.GetStream(ctx, s)
+		return err
+	},
 		[]string{"G.manage_streams", "G.read_streams", "S.manage_stream", "S.read_stream"}},
 	{"create_stream", func(ctx context.Context, c *iggy.Client, _, _ iggy.Identifier) error {
 		_, err := c.CreateStream(ctx, uniqueName("made"))
@@ -238,9 +253,15 @@ var permOps = []permOp{
 	{"update_stream", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error {
 		return c.UpdateStream(ctx, s, "perm-stream")
 	}, []string{"G.manage_streams", "S.manage_stream"}},
-	{"get_topic", func(ctx context.Context, c *iggy.Client, s, t iggy.Identifier) error { _, err := c.GetTopic(ctx, s, t); return err },
+	{"get_topic", func(ctx context.Context, c *iggy.Client, s, t iggy.Identifier) error {
+		_, err := c.GetTopic(ctx, s, t)
+		return err
+	},
 		readTopicGrants},
-	{"get_topics", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error { _, err := c.ListTopics(ctx, s); return err },
+	{"get_topics", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error {
+		_, err := c.ListTopics(ctx, s)
+		return err
+	},
 		[]string{"G.manage_streams", "G.read_streams", "G.manage_topics", "G.read_topics", "S.manage_topics", "S.read_topics"}},
 	{"create_topic", func(ctx context.Context, c *iggy.Client, s, _ iggy.Identifier) error {
 		_, err := c.CreateTopic(ctx, s, uniqueName("made"), 1)
