@@ -6,9 +6,9 @@
 //
 // It owns sessions and request-id deduplication, streams, topics,
 // partitions, consumer groups and their assignment, consumer offsets,
-// PATs, the metadata file and the offsets journals, retention, and fault
-// injection (Broker.Control), and Prometheus metrics (Broker.MetricsHandler,
-// Config.MetricsAddr; metrics.go). Partition logs belong to package
+// users, permissions and PATs, the metadata file and the offsets
+// journals, retention, fault injection (Broker.Control), and Prometheus
+// metrics (Broker.MetricsHandler, Config.MetricsAddr; metrics.go). Partition logs belong to package
 // broker/storage; frames and payloads to package iggy/wire.
 //
 // # Behaviour
@@ -47,9 +47,14 @@
 //     (ENOSPC, EDQUOT, EROFS, EIO) answers 4006 CannotSaveMessagesToSegment
 //     (sends) or 10006 CannotWriteToFile (metadata, offsets, partition
 //     files) instead of 1 (Error); failures.go.
-//   - Users other than root are not implemented: codes 31-37 answer
-//     status 5 (FeatureUnavailable). Root is user 0 with Config's
-//     credentials.
+//   - Users (cmd_03x_users.go, authz.go): root (user 0) cannot be
+//     deactivated (upstream allows it); deleting or deactivating a user
+//     evicts its sessions at once (upstream keeps a deactivated user's
+//     sessions); deleting a stream or topic drops every user's
+//     permissions on it, so a successor that reuses its id does not
+//     inherit them; snapshots need read_servers (upstream: a session).
+//     New PATs are URL-safe base64 (upstream: standard, which cannot
+//     stand unescaped in a connection string).
 //   - Only the latest committed metadata reply of a session is cached for
 //     replay; an older repeated request id gets [1][0][59]. Pre-commit
 //     denials (a non-zero status) do not consume the request id.

@@ -10,9 +10,12 @@ package broker
 // a body shorter than the version prefix is Eviction(MalformedLogin); a
 // version outside 0.11.x is Eviction(IncompatibleProtocol) with the window
 // 0.11.0..0.11.0; a body that is neither the password nor the token shape
-// is Eviction(MalformedLogin); a wrong username/password or one outside
-// 3..50/3..100 bytes is Eviction(InvalidCredentials); a token that is
-// unknown or expired is Eviction(InvalidToken). Success replies
+// is Eviction(MalformedLogin); an unknown user, a wrong password, an
+// inactive user or a username/password outside 3..50/3..100 bytes is
+// Eviction(InvalidCredentials) (so a login does not tell which); a token
+// that is unknown or expired is Eviction(InvalidToken), a token of an
+// inactive user Eviction(UserInactive). Passwords are checked against
+// their argon2id hashes (passwords.go). Success replies
 // [0u32][user_id u32][session u64][protocol u32][server version].
 // Password and token checks go through the login limiter
 // (login_limit.go), which may delay them.
