@@ -45,6 +45,7 @@ type deadLetter struct {
 	client        *iggy.Client
 	stream, topic string
 	key           string
+	rt            *Runtime // for errors naming a missing permission
 }
 
 func (d *deadLetter) send(ctx context.Context, failed []failure) error {
@@ -71,7 +72,7 @@ func (d *deadLetter) send(ctx context.Context, failed []failure) error {
 func (d *deadLetter) sendMessages(ctx context.Context, msgs []iggy.Message) error {
 	_, err := d.client.SendMessages(ctx, iggy.NamedID(d.stream), iggy.NamedID(d.topic), iggy.Balanced(), msgs)
 	if err != nil {
-		return fmt.Errorf("send to dead-letter topic %s/%s: %w", d.stream, d.topic, err)
+		return fmt.Errorf("send to dead-letter topic %s/%s: %w", d.stream, d.topic, d.rt.explainDenied(err, actSend, d.stream, d.topic))
 	}
 	return nil
 }

@@ -228,8 +228,10 @@ func (r *Runtime) connectIggy(ctx context.Context) error {
 		if addr == "" {
 			addr = config.DefaultEmbeddedAddress
 		}
+		// The config owns the embedded broker's root credentials: they are
+		// set at every start, not only the first (ResetRoot).
 		b, err := broker.Start(ctx, broker.Config{Addr: addr, DataDir: dir,
-			RootUsername: r.cfg.Iggy.Username, RootPassword: r.cfg.Iggy.Password,
+			RootUsername: r.cfg.Iggy.Username, RootPassword: r.cfg.Iggy.Password, ResetRoot: true,
 			Logger: r.log.With("component", "broker")})
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("runtime: embedded broker: %s is already in use ([iggy] embedded_address, or IGGY_CONNECTORS_IGGY_EMBEDDED_ADDRESS): "+
@@ -312,12 +314,12 @@ func (r *Runtime) ensureTopic(ctx context.Context, stream, topic string, create 
 			return fmt.Errorf("stream %q does not exist on %s; create it or set create_missing = true in [iggy]", stream, r.addr)
 		}
 		if _, err = r.admin.CreateStream(ctx, stream); err != nil && !errors.Is(err, iggy.ErrStreamNameAlreadyExists) {
-			return fmt.Errorf("create stream %q: %w", stream, err)
+			return fmt.Errorf("create stream %q: %w", stream, r.explainDenied(err, actCreateStream, stream, ""))
 		}
 		err = nil
 	}
 	if err != nil {
-		return fmt.Errorf("get stream %q: %w", stream, err)
+		return fmt.Errorf("get stream %q: %w", stream, r.explainDenied(err, actReadStream, stream, ""))
 	}
 	_, err = r.admin.GetTopic(ctx, sid, tid)
 	if errors.Is(err, iggy.ErrTopicNotFound) {
@@ -325,13 +327,13 @@ func (r *Runtime) ensureTopic(ctx context.Context, stream, topic string, create 
 			return fmt.Errorf("topic %q in stream %q does not exist on %s; create it or set create_missing = true in [iggy]", topic, stream, r.addr)
 		}
 		if _, err = r.admin.CreateTopic(ctx, sid, topic, 1); err != nil && !errors.Is(err, iggy.ErrTopicNameAlreadyExists) {
-			return fmt.Errorf("create topic %s/%s: %w", stream, topic, err)
+			return fmt.Errorf("create topic %s/%s: %w", stream, topic, r.explainDenied(err, actCreateTopic, stream, topic))
 		}
 		r.log.Info("created topic", "stream", stream, "topic", topic)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get topic %s/%s: %w", stream, topic, err)
+		return fmt.Errorf("get topic %s/%s: %w", stream, topic, r.explainDenied(err, actReadTopic, stream, topic))
 	}
 	return nil
 }

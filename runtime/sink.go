@@ -112,12 +112,12 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 	}
 	gc, err := iggy.NewGroupConsumer(client, iggy.NamedID(cs.Stream), iggy.NamedID(topic), iggy.NamedID(cs.ConsumerGroup), opts...)
 	if err != nil {
-		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, err))
+		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, m.rt.explainDenied(err, actConsume, cs.Stream, topic)))
 	}
 	defer gc.Close(context.WithoutCancel(ctx))
 	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client, codec: c}
 	if cs.OnError == config.PolicyDeadLetter {
-		mem.dlq = &deadLetter{client: client, stream: cs.DeadLetterStream, topic: cs.DeadLetterTopic, key: m.key}
+		mem.dlq = &deadLetter{client: client, stream: cs.DeadLetterStream, topic: cs.DeadLetterTopic, key: m.key, rt: m.rt}
 	}
 
 	// In-flight batches are finished after a stop, for a bounded time.
@@ -132,7 +132,7 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 		}
 		if err != nil {
 			if !iggy.IsRetriable(err) && !errors.Is(err, iggy.ErrConnection) {
-				return fmt.Errorf("poll %s/%s: %w", cs.Stream, topic, err)
+				return fmt.Errorf("poll %s/%s: %w", cs.Stream, topic, m.rt.explainDenied(err, actConsume, cs.Stream, topic))
 			}
 			m.metrics.errors.Inc()
 			d := retry.Next()

@@ -125,7 +125,7 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 		if stream, topic, ok := p.DeadLetterTarget(cfg.Key); ok {
 			k := [2]string{stream, topic}
 			if dlqs[k] == nil {
-				dlqs[k] = &sourceDLQ{deadLetter: deadLetter{client: client, stream: stream, topic: topic, key: m.key}}
+				dlqs[k] = &sourceDLQ{deadLetter: deadLetter{client: client, stream: stream, topic: topic, key: m.key, rt: m.rt}}
 			}
 			o.dlq = dlqs[k]
 		}
@@ -469,7 +469,8 @@ func (r *sourceRun) send(ctx context.Context, e *encoded, sent []bool) error {
 			continue
 		}
 		if err := acks[i].Wait(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("send to %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err))
+			errs = append(errs, fmt.Errorf("send to %s/%s: %w", o.cfg.Stream, o.cfg.Topic,
+				r.m.rt.explainDenied(err, actSend, o.cfg.Stream, o.cfg.Topic)))
 			continue
 		}
 		sent[i] = true
