@@ -99,7 +99,10 @@ func newServeCmd() *cobra.Command {
 		Long: `Run Ferry's embedded broker: it speaks Apache Iggy's binary protocol 0.11
 over TCP, so the Iggy CLI, the official SDKs and ferry's own commands can use it.
 
-The root user comes from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default iggy/iggy).
+The root user is made from IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD (default
+iggy/iggy) on the first start of a data directory, as upstream does; later
+starts keep the stored root, whose password ` + "`ferry user password`" + ` changes.
+Other users, their permissions and tokens: ` + "`ferry user`" + ` and ` + "`ferry pat`" + `.
 
 Upstream's environment names configure the TCP listener too: IGGY_TCP_ADDRESS,
 and with IGGY_TCP_TLS_ENABLED=true, IGGY_TCP_TLS_CERT_FILE and IGGY_TCP_TLS_KEY_FILE.
