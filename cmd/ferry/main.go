@@ -50,6 +50,7 @@ func newRootCmd() *cobra.Command {
 		newStreamCmd(),
 		newTopicCmd(),
 		newMessageCmd(),
+		newUserCmd(), newPATCmd(),
 		newHookCmd(),
 		newStatusCmd(),
 		newConnectorsCmd(),
