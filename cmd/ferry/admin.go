@@ -23,6 +23,7 @@ type conn struct {
 	tlsCA, tlsDomain                   string
 	timeout                            time.Duration
 	json                               bool
+	who                                string // the user logged in as, for errors; set by dial
 }
 
 func (c *conn) flags(cmd *cobra.Command) {
@@ -62,7 +63,9 @@ func (c *conn) dial(cmd *cobra.Command) (*iggy.Client, error) {
 	isURL := strings.Contains(address, "://")
 	_, userSet := os.LookupEnv("IGGY_USERNAME")
 	_, passSet := os.LookupEnv("IGGY_PASSWORD")
+	c.who = fmt.Sprintf("user %q", username)
 	if token != "" {
+		c.who = "the owner of the token"
 		opts = append(opts, iggy.WithToken(token))
 	} else if !isURL || c.username != "" || c.password != "" || userSet || passSet {
 		opts = append(opts, iggy.WithCredentials(username, password))
@@ -99,7 +102,7 @@ func (c *conn) run(fn action) func(*cobra.Command, []string) error {
 			return err
 		}
 		defer cl.Close()
-		return fn(cmd.Context(), cl, cmd.OutOrStdout(), args)
+		return explainDenied(c.who, fn(cmd.Context(), cl, cmd.OutOrStdout(), args))
 	}
 }
 

@@ -50,3 +50,14 @@ func explainDial(address, username string, err error) error {
 	}
 	return err
 }
+
+// explainDenied names the user and where rights come from when the
+// server refused a command with Unauthorized (its answer is a bare code).
+func explainDenied(who string, err error) error {
+	var ie *iggy.Error
+	if !errors.Is(err, iggy.ErrUnauthorized) || !errors.As(err, &ie) {
+		return err
+	}
+	return fmt.Errorf("%s may not run %s on this server: `ferry user get` shows the user's permissions, and a user who may manage users grants more with `ferry user permissions`: %w",
+		who, ie.Command, err)
+}

@@ -346,3 +346,20 @@ func TestPATExpiry(t *testing.T) {
 		require.Equal(t, 2, exitCode(err), in)
 	}
 }
+
+// A command the user may not run names the user and where rights come
+// from, not only the server's bare code.
+func TestDeniedCommandNamesTheUser(t *testing.T) {
+	t.Parallel()
+	b := brokertest.Start(t, brokertest.InMemory())
+	addr := "--address=" + b.Addr()
+	_, err := ferry(t, "", "user", "create", "reader", "secret1", "-g", "r_str", addr)
+	require.NoError(t, err)
+	out, err := ferry(t, "", "stream", "list", addr, "--username=reader", "--password=secret1")
+	require.NoError(t, err, out)
+	_, err = ferry(t, "", "stream", "create", "nope", addr, "--username=reader", "--password=secret1")
+	require.ErrorContains(t, err, `user "reader" may not run create_stream on this server: `+
+		"`ferry user get` shows the user's permissions")
+	require.ErrorIs(t, err, iggy.ErrUnauthorized)
+	require.Equal(t, 1, exitCode(err))
+}
