@@ -109,3 +109,46 @@ func mustSend(b *testing.B, c *rawclient.Client, frame []byte) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkLogin measures a password login on a new connection after the
+// password verified once (the verified-passwords cache skips argon2id;
+// BenchmarkArgon2id has the cost of a first or failed login).
+func BenchmarkLogin(b *testing.B) {
+	br := brokertest.Start(b, brokertest.InMemory())
+	for i := 0; i < b.N; i++ {
+		c := dial(b, br)
+		if _, err := c.Login("iggy", "iggy"); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
+
+// BenchmarkSendAsLimitedUser is BenchmarkSend's memory case for a user
+// whose only right is send_messages on the topic: the permission gate
+// (decode the ids, resolve them, check) runs on every batch.
+func BenchmarkSendAsLimitedUser(b *testing.B) {
+	br := brokertest.Start(b, brokertest.InMemory())
+	root := login(b, br)
+	sid, tid := setup(b, root, 1)
+	st := decodeAs[wire.StreamDetails](b, ok(b, do(b, root, wire.CmdGetStream, &wire.StreamRef{Stream: sid})))
+	perms := &wire.Permissions{Streams: map[uint32]*wire.StreamPermissions{st.ID: {
+		Topics: map[uint32]*wire.TopicPermissions{st.Topics[0].ID: {SendMessages: true}}}}}
+	ok(b, do(b, root, wire.CmdCreateUser, &wire.CreateUser{Username: "sender", Password: "secret", Status: wire.UserActive, Permissions: perms}))
+	c := dial(b, br)
+	if _, err := c.Login("sender", "secret"); err != nil {
+		b.Fatal(err)
+	}
+	frame, n := sendFrame(b, c, sid, tid, 0)
+	b.SetBytes(int64(len(frame)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%500 == 499 {
+			b.StopTimer()
+			ok(b, do(b, root, wire.CmdPurgeTopic, &wire.TopicRef{Stream: sid, Topic: tid}))
+			b.StartTimer()
+		}
+		mustSend(b, c, frame)
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "msgs/s")
+}

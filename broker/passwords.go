@@ -13,7 +13,10 @@ package broker
 // entry goes when the password changes or the user is deleted. A failed
 // login always computes the full hash (and the login limiter slows the
 // next one), and an unknown username computes one against a dummy hash,
-// so the time of a login does not tell whether the user exists.
+// so the time of a login does not tell whether the user exists. At most
+// GOMAXPROCS hashes run at once in the process (others wait their turn),
+// so a flood of logins costs at most GOMAXPROCS × 19 MiB, not 19 MiB per
+// connection.
 
 import (
 	"crypto/hmac"
@@ -23,6 +26,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -48,13 +52,23 @@ const (
 
 var b64 = base64.RawStdEncoding
 
+// argonSlots bounds the argon2id computations running at once.
+var argonSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+
+// idKey is argon2.IDKey, one of at most cap(argonSlots) at a time.
+func idKey(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	argonSlots <- struct{}{}
+	defer func() { <-argonSlots }()
+	return argon2.IDKey(password, salt, time, memory, threads, keyLen)
+}
+
 // hashPassword returns the PHC string of a new salted argon2id hash.
 func hashPassword(password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("hash password: %w", err)
 	}
-	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
+	key := idKey([]byte(password), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, argonMemoryKiB, argonTime, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
@@ -101,7 +115,7 @@ func verifyPassword(stored, password string) bool {
 	if err != nil {
 		return false
 	}
-	got := argon2.IDKey([]byte(password), h.salt, h.time, h.memory, h.threads, uint32(len(h.key)))
+	got := idKey([]byte(password), h.salt, h.time, h.memory, h.threads, uint32(len(h.key)))
 	return subtle.ConstantTimeCompare(got, h.key) == 1
 }
 
