@@ -68,10 +68,28 @@ func (b *Broker) register(r *request) reply {
 	if !ok {
 		return rep
 	}
+	// Bind under Broker.mu, the user still there and active: a delete or
+	// deactivation that committed while the credentials were checked (the
+	// hash takes tens of milliseconds, outside the lock) ended the user's
+	// sessions before this one was bound.
+	b.mu.RLock()
+	if u := b.users[uid]; u == nil || u.status != wire.UserActive {
+		b.mu.RUnlock()
+		reason := wire.EvictInvalidCredentials
+		if tok != nil {
+			reason = wire.EvictInvalidToken
+			if u != nil {
+				reason = wire.EvictUserInactive
+			}
+		}
+		b.log.Debug("login refused: the user was deleted or deactivated meanwhile", "conn", c.id, "user_id", uid)
+		return reply{evict: reason}
+	}
 	session := b.commit.Add(1)
 	c.mu.Lock()
 	c.bound, c.session, c.client, c.userID = true, session, r.h.Client, uid
 	c.mu.Unlock()
+	b.mu.RUnlock()
 	c.authed.Store(true)
 	b.loggedIn(c)
 	c.watermark, c.cached = 0, nil

@@ -15,6 +15,8 @@ package broker
 import (
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/ferryhq/ferry/iggy/wire"
@@ -157,6 +159,13 @@ func checkMetaUsers(users []metaUser, next uint32) error {
 		}
 		if _, err := parsePHC(u.PasswordHash); err != nil {
 			return fmt.Errorf("metadata: user %d: password hash: %w", u.ID, err)
+		}
+		if u.Permissions != nil {
+			for sid, s := range u.Permissions.Streams {
+				if s == nil || slices.Contains(slices.Collect(maps.Values(s.Topics)), nil) {
+					return fmt.Errorf("metadata: user %d: permissions on stream %d: null entry", u.ID, sid)
+				}
+			}
 		}
 		ids[u.ID], names[u.Username] = true, true
 		if err := checkMetaPATs(u.PATs); err != nil {

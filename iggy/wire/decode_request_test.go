@@ -15,6 +15,9 @@ func TestDecodeRequestIgnoresTrailingBytes(t *testing.T) {
 	t.Parallel()
 	cons := Consumer{ConsumerSingle, NamedID("c")}
 	ref := ConsumerOffsetRef{cons, NumericID(1), NamedID("t"), Partition(2)}
+	perms := &Permissions{Global: GlobalPermissions{ReadUsers: true},
+		Streams: map[uint32]*StreamPermissions{1: {Topics: map[uint32]*TopicPermissions{2: {PollMessages: true}}}}}
+	newName, inactive := "renamed", UserInactive
 	cases := []Encodable{
 		&StreamRef{NamedID("s")},
 		&TopicRef{NumericID(1), NamedID("t")},
@@ -31,6 +34,15 @@ func TestDecodeRequestIgnoresTrailingBytes(t *testing.T) {
 		&CreatePAT{"tok", 60},
 		&DeletePAT{"tok"},
 		&GetSnapshot{1, []uint8{1, 3}},
+		&UserRef{NamedID("app")},
+		&UserRef{NumericID(3)},
+		&CreateUser{"app", "secret", UserActive, nil},
+		&CreateUser{"app", "secret", UserInactive, perms},
+		&UpdateUser{User: NumericID(3), Username: &newName, Status: &inactive},
+		&UpdateUser{User: NamedID("app")},
+		&UpdatePermissions{NamedID("app"), perms},
+		&UpdatePermissions{NumericID(3), nil},
+		&ChangePassword{NamedID("app"), "old-secret", "new-secret"},
 	}
 	for i, want := range cases {
 		t.Run(fmt.Sprintf("%d_%T", i, want), func(t *testing.T) {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 )
 
@@ -54,6 +55,9 @@ func decoders() map[string]func() Decodable {
 		"create_pat": func() Decodable { return &CreatePAT{} }, "snapshot": func() Decodable { return &GetSnapshot{} },
 		"register": func() Decodable { return &Register{} }, "register_pat": func() Decodable { return &RegisterPAT{} },
 		"get_client": func() Decodable { return &GetClient{} }, "delete_pat": func() Decodable { return &DeletePAT{} },
+		"user_ref": func() Decodable { return &UserRef{} }, "create_user": func() Decodable { return &CreateUser{} },
+		"update_user": func() Decodable { return &UpdateUser{} }, "update_permissions": func() Decodable { return &UpdatePermissions{} },
+		"change_password": func() Decodable { return &ChangePassword{} },
 	}
 }
 
@@ -68,6 +72,8 @@ func replyDecoders() map[string]func() Decodable {
 		"client": func() Decodable { return &ClientInfo{} }, "clients": func() Decodable { return &ClientList{} },
 		"pat": func() Decodable { return &CreatePATReply{} }, "pats": func() Decodable { return &PATList{} },
 		"options": func() Decodable { return &DescribeOptionsReply{} }, "stats": func() Decodable { return &Stats{} },
+		"user": func() Decodable { return &UserDetails{} }, "users": func() Decodable { return &UserList{} },
+		"permissions": func() Decodable { return &Permissions{} },
 	}
 }
 
@@ -168,4 +174,82 @@ func FuzzTLV(f *testing.F) {
 		_, _, _ = SplitResult(b)
 		_, _, _ = DecodeRegisterBody(b)
 	})
+}
+
+// fuzzValue decodes b as a T; what decodes must re-encode to bytes that
+// decode to the same value, and those bytes must be stable (a second
+// encode is byte-identical: the first one normalizes loose flags and the
+// "no permissions" tail).
+func fuzzValue[T any, P interface {
+	*T
+	Encodable
+	Decodable
+}](t *testing.T, decode func([]byte, Decodable) error, b []byte) {
+	var v T
+	if decode(b, P(&v)) != nil {
+		return
+	}
+	enc := P(&v).AppendTo(nil)
+	var again T
+	if err := decode(enc, P(&again)); err != nil {
+		t.Fatalf("%T: decoded, re-encoded, then failed: %v", v, err)
+	}
+	if !reflect.DeepEqual(v, again) {
+		t.Fatalf("%T: decoded %+v, re-encoded and decoded %+v", v, v, again)
+	}
+	if enc2 := P(&again).AppendTo(nil); !bytes.Equal(enc, enc2) {
+		t.Fatalf("%T: re-encoding is not stable: %x then %x", v, enc, enc2)
+	}
+}
+
+func userSeeds(f *testing.F, seeds ...Encodable) {
+	for _, s := range seeds {
+		f.Add(Marshal(s))
+	}
+}
+
+func fuzzPermissionsSeed() *Permissions {
+	return &Permissions{Global: GlobalPermissions{ReadStreams: true}, Streams: map[uint32]*StreamPermissions{
+		1: {PollMessages: true, Topics: map[uint32]*TopicPermissions{2: {SendMessages: true}, 3: {ReadTopic: true}}},
+		4: {ManageStream: true},
+	}}
+}
+
+func FuzzPermissions(f *testing.F) {
+	userSeeds(f, fuzzPermissionsSeed(), AllPermissions(), &Permissions{})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[Permissions](t, Unmarshal, b) })
+}
+
+func FuzzCreateUser(f *testing.F) {
+	userSeeds(f, &CreateUser{Username: "app", Password: "secret", Status: UserActive},
+		&CreateUser{Username: "app", Password: "secret", Status: UserInactive, Permissions: fuzzPermissionsSeed()})
+	f.Add(append(Marshal(&CreateUser{Username: "app", Password: "secret", Status: UserActive}), 0, 0, 0, 0))
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[CreateUser](t, DecodeRequest, b) })
+}
+
+func FuzzUpdateUser(f *testing.F) {
+	name, st := "renamed", UserInactive
+	userSeeds(f, &UpdateUser{User: NumericID(1), Username: &name, Status: &st}, &UpdateUser{User: NamedID("app")})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[UpdateUser](t, DecodeRequest, b) })
+}
+
+func FuzzUpdatePermissions(f *testing.F) {
+	userSeeds(f, &UpdatePermissions{User: NumericID(1), Permissions: fuzzPermissionsSeed()}, &UpdatePermissions{User: NamedID("app")})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[UpdatePermissions](t, DecodeRequest, b) })
+}
+
+func FuzzChangePassword(f *testing.F) {
+	userSeeds(f, &ChangePassword{User: NamedID("app"), CurrentPassword: "old-secret", NewPass: "new-secret"})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[ChangePassword](t, DecodeRequest, b) })
+}
+
+func FuzzUserDetails(f *testing.F) {
+	info := UserInfo{ID: 1, CreatedAt: 2, Status: UserActive, Username: "app"}
+	userSeeds(f, &UserDetails{UserInfo: info}, &UserDetails{UserInfo: info, Permissions: fuzzPermissionsSeed()})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[UserDetails](t, Unmarshal, b) })
+}
+
+func FuzzUserList(f *testing.F) {
+	userSeeds(f, &UserList{{ID: 0, Status: UserActive, Username: "iggy"}, {ID: 1, CreatedAt: 2, Status: UserInactive, Username: "app"}})
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzValue[UserList](t, Unmarshal, b) })
 }
