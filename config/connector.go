@@ -63,10 +63,12 @@ type Transform struct {
 	Lines map[string]int
 }
 
-// TransformNames are the transforms upstream's SDK defines.
+// TransformNames are the transforms upstream's SDK defines, and Ferry's
+// wasm (WebAssembly modules, package transform/wasm).
 var TransformNames = []string{
 	"add_fields", "delete_fields", "filter_fields", "update_fields",
 	"unwrap_envelope", "proto_convert", "avro_convert", "flat_buffer_convert",
+	"wasm",
 }
 
 // TransformAliases are other spellings of transform names, accepted and

@@ -29,9 +29,11 @@ func (r *Runtime) Admit(c *config.Connector) error {
 			return err
 		}
 	}
-	if _, err := transform.Build(transformSpecs(c)); err != nil {
+	chain, err := transform.Build(transformSpecs(c))
+	if err != nil {
 		return err
 	}
+	_ = chain.Close()
 	if kind == connector.KindSource {
 		for i, p := range c.Producers {
 			if _, err := streamCodec(c, i, p.Schema, p.AvroSchemaJSON, p.AvroSchemaPath, p.StreamSchema); err != nil {

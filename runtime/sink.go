@@ -33,6 +33,7 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	if err != nil {
 		return terminal(err)
 	}
+	defer chain.Close()
 	codecs := make([]codec.Codec, len(cfg.Consumers))
 	for i, cs := range cfg.Consumers {
 		if codecs[i], err = streamCodec(cfg, i, cs.Schema, cs.AvroSchemaJSON, cs.AvroSchemaPath, cs.StreamSchema); err != nil {
@@ -159,7 +160,7 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 	m := mem.r.m
 	start := time.Now()
 	mem.ffi = 0
-	batch, failed := mem.prepare(b)
+	batch, failed := mem.prepare(ctx, b)
 	m.metrics.observe(stagePrepare, start)
 	prepared := time.Since(start)
 
@@ -242,7 +243,7 @@ func (e decodeError) Unwrap() error { return e.error }
 // the transforms run. The batch's Schema is the schema after both.
 // Messages that fail either are returned as failures, with the payload as
 // it was read.
-func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
+func (mem *member) prepare(ctx context.Context, b *iggy.Batch) (*connector.SinkBatch, []failure) {
 	m := mem.r.m
 	schema := connector.Schema(mem.cs.Schema)
 	toJSON := mem.codec.Mapped() && schema != connector.SchemaJSON && schema != connector.SchemaText && schema != ""
@@ -277,25 +278,16 @@ func (mem *member) prepare(b *iggy.Batch) (*connector.SinkBatch, []failure) {
 	if len(mem.r.chain) == 0 {
 		return out, failed
 	}
-	kept := out.Messages[:0]
-	after := schema
-	for i, cm := range out.Messages {
-		original := cm
+	res := mem.r.chain.ApplyBatch(ctx, out.Messages, schema)
+	for _, f := range res.Failed {
+		original := out.Messages[f.Index]
 		if toJSON {
-			original.Payload = raw[i]
+			original.Payload = raw[f.Index]
 		}
-		s, keep, err := mem.r.chain.Apply(&cm, schema)
-		switch {
-		case err != nil:
-			failed = append(failed, failure{original, decodeError{err}})
-		case keep:
-			kept = append(kept, cm)
-			after = s
-		default:
-			m.metrics.filtered.Inc()
-		}
+		failed = append(failed, failure{original, decodeError{f.Err}})
 	}
-	out.Messages, out.Schema = kept, after
+	m.metrics.filtered.Add(float64(res.Filtered))
+	out.Messages, out.Schema = res.Messages, res.Schema
 	return out, failed
 }
 

@@ -91,6 +91,7 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 	if err != nil {
 		return terminal(err)
 	}
+	defer chain.Close()
 	codecs := make([]codec.Codec, len(cfg.Producers))
 	for i, p := range cfg.Producers {
 		if codecs[i], err = streamCodec(cfg, i, p.Schema, p.AvroSchemaJSON, p.AvroSchemaPath, p.StreamSchema); err != nil {
@@ -240,7 +241,7 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 		}
 		r.m.metrics.produced.Add(float64(len(b.Messages)))
 		start = time.Now()
-		if err := r.prepare(b); err != nil {
+		if err := r.prepare(ctx, b); err != nil {
 			return err
 		}
 		r.m.metrics.observe(stagePrepare, start)
@@ -253,31 +254,24 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 	}
 }
 
-// prepare applies the transforms in place and drops filtered messages.
-// The batch's Schema becomes the schema after the transforms (a *_convert
-// transform changes it).
-func (r *sourceRun) prepare(b *connector.Batch) error {
+// prepare applies the transforms (one call per batch for a batch
+// transform such as wasm) and drops filtered messages. The batch's Schema
+// becomes the schema after the transforms (a *_convert transform changes
+// it). A message a transform fails fails the batch.
+func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 	if b.Schema == "" {
 		b.Schema = connector.SchemaJSON
 	}
 	if len(r.chain) == 0 {
 		return nil
 	}
-	kept := b.Messages[:0]
-	out := b.Schema
-	for i := range b.Messages {
-		schema, keep, err := r.chain.Apply(&b.Messages[i], b.Schema)
-		if err != nil {
-			return fmt.Errorf("message %d of a polled batch: %w", i, err)
-		}
-		if keep {
-			kept = append(kept, b.Messages[i])
-			out = schema
-		} else {
-			r.m.metrics.filtered.Inc()
-		}
+	res := r.chain.ApplyBatch(ctx, b.Messages, b.Schema)
+	if len(res.Failed) > 0 {
+		f := res.Failed[0]
+		return fmt.Errorf("message %d of a polled batch: %w", f.Index, f.Err)
 	}
-	b.Messages, b.Schema = kept, out
+	r.m.metrics.filtered.Add(float64(res.Filtered))
+	b.Messages, b.Schema = res.Messages, res.Schema
 	return nil
 }
 

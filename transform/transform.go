@@ -98,6 +98,7 @@ var factories = map[string]factory{
 	"avro_convert":        newAvroConvert,
 	"proto_convert":       newProtoConvert,
 	"flat_buffer_convert": newFlatBufferConvert,
+	"wasm":                newWasm,
 }
 
 // aliases are other spellings of transform names.
@@ -142,6 +143,7 @@ func Build(specs []Spec) (Chain, error) {
 		}
 		t, err := f(b)
 		if err != nil {
+			_ = chain.Close()
 			return nil, err
 		}
 		chain = append(chain, t)
