@@ -164,12 +164,24 @@ func count(ptr unsafe.Pointer, n uint32) uint64 {
 	})
 }
 
-// spin loops forever on a message containing "spin", else keeps.
+// trigger is the config's "trigger" string, or def.
+func trigger(def string) []byte {
+	var c struct{ Trigger string }
+	_ = json.Unmarshal(guest.Config(), &c)
+	if c.Trigger == "" {
+		return []byte(def)
+	}
+	return []byte(c.Trigger)
+}
+
+// spin loops forever on a message containing the trigger ("spin"), else
+// keeps.
 //
 //go:wasmexport spin
 func spin(ptr unsafe.Pointer, n uint32) uint64 {
+	t := trigger("spin")
 	return each(ptr, n, func(m *abi.Message) abi.Verdict {
-		if bytes.Contains(m.Payload, []byte("spin")) {
+		if bytes.Contains(m.Payload, t) {
 			for {
 			}
 		}
@@ -179,12 +191,14 @@ func spin(ptr unsafe.Pointer, n uint32) uint64 {
 
 var hoard [][]byte
 
-// grow allocates without bound on a message containing "grow".
+// grow allocates without bound on a message containing the trigger
+// ("grow").
 //
 //go:wasmexport grow
 func grow(ptr unsafe.Pointer, n uint32) uint64 {
+	t := trigger("grow")
 	return each(ptr, n, func(m *abi.Message) abi.Verdict {
-		if bytes.Contains(m.Payload, []byte("grow")) {
+		if bytes.Contains(m.Payload, t) {
 			for {
 				hoard = append(hoard, make([]byte, 1<<20))
 			}
@@ -195,8 +209,9 @@ func grow(ptr unsafe.Pointer, n uint32) uint64 {
 
 //go:wasmexport panic
 func panicky(ptr unsafe.Pointer, n uint32) uint64 {
+	t := trigger("boom")
 	return each(ptr, n, func(m *abi.Message) abi.Verdict {
-		if bytes.Contains(m.Payload, []byte("boom")) {
+		if bytes.Contains(m.Payload, t) {
 			panic("boom: the guest gave up")
 		}
 		return abi.Verdict{Action: abi.Keep}

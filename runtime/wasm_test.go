@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/transform/wasm/wasmtest"
+	"github.com/stretchr/testify/require"
+)
+
+// withGuest puts the test guest module (transform/wasm/testdata/goguest)
+// in the connector directory as guest.wasm.
+func (e *env) withGuest() {
+	e.t.Helper()
+	b, err := os.ReadFile(wasmtest.GoGuest(e.t))
+	require.NoError(e.t, err)
+	e.write(filepath.Join("connectors", "guest.wasm"), string(b))
+}
+
+// TestWasmTransformsInAPipeline: a Go-built module drops messages by a
+// predicate on the source, adds a field on one sink and splits each
+// message into two on another.
+func TestWasmTransformsInAPipeline(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 40, batch: 7}
+	e.sinks["added"], e.sinks["split"] = &collectSink{}, &collectSink{}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1)+`
+[transforms.wasm]
+module = "guest.wasm"
+function = "drop_odd"
+`)
+	e.connector("added", `
+type = "sink"
+key = "added"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+consumer_group = "added"
+[transforms.wasm]
+module = "guest.wasm"
+function = "add_field"
+[transforms.wasm.config]
+key = "via"
+value = "wasm"
+`)
+	e.connector("split", `
+type = "sink"
+key = "split"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+consumer_group = "split"
+[transforms.wasm]
+module = "guest.wasm"
+function = "split"
+[transforms.delete_fields]
+fields = ["n"]
+`)
+	rt := e.start()
+	var even []uint64
+	for n := uint64(0); n < 40; n += 2 {
+		even = append(even, n)
+	}
+	added, split := e.sinks["added"], e.sinks["split"]
+	eventually(t, "20 messages at the add_field sink", func() bool { return len(added.messages()) >= 20 })
+	require.Equal(t, even, added.ns(t), "the source's module dropped the odd numbers")
+	for _, m := range added.messages() {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(m.Payload, &v))
+		require.Equal(t, "wasm", v["via"], "payload %s", m.Payload)
+	}
+	eventually(t, "40 messages at the split sink", func() bool { return len(split.messages()) >= 40 })
+	var parts []string
+	for _, m := range split.messages() {
+		parts = append(parts, string(m.Payload))
+	}
+	require.Equal(t, slices.Repeat([]string{`{"part":1}`, `{"part":2}`}, 20), parts,
+		"each message split in two, in order, and the transform after the module ran on both")
+	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
+		for _, info := range rt.Connectors(kind) {
+			require.Equal(t, StatusRunning, info.Status, "%s %s: %s", kind, info.Key, info.LastError)
+		}
+	}
+}
+
+// TestWasmModuleStoppedByItsLimitsIsDeadLettered: a module that loops
+// forever, and one that allocates without bound, on the message n = 7 is
+// stopped by its timeout or memory_limit; the batch it was called with
+// goes to the dead-letter topic with the reason, and the rest flows on.
+func TestWasmModuleStoppedByItsLimitsIsDeadLettered(t *testing.T) {
+	for _, tc := range []struct{ fn, limit, reason string }{
+		{"spin", `timeout = "300ms"`, "wasm module ran past its timeout (300ms); stopped"},
+		{"grow", `memory_limit = "24MiB"`, "wasm module exceeded its memory limit (24 MiB); stopped"},
+	} {
+		t.Run(tc.fn, func(t *testing.T) {
+			e := newEnv(t)
+			e.withGuest()
+			e.sources["numbers"] = &seqSource{max: 20, batch: 5}
+			sink := &collectSink{}
+			e.sinks["guarded"] = sink
+			e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+			e.connector("guarded", fmt.Sprintf(`
+type = "sink"
+key = "guarded"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+on_error = "dead_letter"
+dead_letter_topic = "dlq"
+[transforms.wasm]
+module = "guest.wasm"
+function = "%s"
+%s
+[transforms.wasm.config]
+trigger = '"n":7}'
+`, tc.fn, tc.limit))
+			rt := e.start()
+			admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+			require.NoError(t, err)
+			defer admin.Close()
+			var dead []iggy.Message
+			eventually(t, "every message at the sink or dead-lettered", func() bool {
+				reply, err := admin.PollMessages(context.Background(), iggy.PollRequest{
+					Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID("s"), Topic: iggy.NamedID("dlq"),
+					Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100,
+				})
+				if err != nil {
+					return false
+				}
+				dead = reply.Messages
+				return len(dead)+len(sink.messages()) >= 20
+			})
+			got := map[uint64]string{}
+			for _, n := range sink.ns(t) {
+				got[n] = "sink"
+			}
+			for _, m := range dead {
+				var v struct{ N uint64 }
+				require.NoError(t, json.Unmarshal(m.Payload, &v), "the original payload is kept")
+				reason, ok := wire.Lookup(m.Headers, HeaderDLQError)
+				require.True(t, ok)
+				require.True(t, strings.HasPrefix(reason.String(), "transform wasm: "+tc.reason), reason.String())
+				require.NotContains(t, got, v.N, "message %d both written and dead-lettered", v.N)
+				got[v.N] = "dead"
+			}
+			require.Len(t, got, 20, "every message once")
+			require.Equal(t, "dead", got[7])
+			for _, info := range rt.Connectors(connector.KindSink) {
+				require.Equal(t, StatusRunning, info.Status, info.LastError)
+			}
+		})
+	}
+}
