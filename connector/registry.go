@@ -43,8 +43,39 @@ type Info struct {
 // Registry maps connector names to their Info. The zero value is not
 // usable; use NewRegistry, or Default with MustRegister from init.
 type Registry struct {
-	mu    sync.RWMutex
-	infos map[Kind]map[string]*Info // by name and alias
+	mu       sync.RWMutex
+	infos    map[Kind]map[string]*Info // by name and alias
+	resolver Resolver
+}
+
+// Resolver finds a connector that is not registered, such as an
+// out-of-process plugin a path names (package plugin/host). dir is the
+// directory a relative path resolves against: the connector file's, or
+// "" for the working directory. ok is false when path names nothing the
+// resolver knows; an error says why path names a plugin that cannot run
+// (a broken manifest, a kind that does not match).
+type Resolver func(kind Kind, path, dir string) (info Info, ok bool, err error)
+
+// SetResolver makes Resolve ask fn for paths no registered connector has.
+func (r *Registry) SetResolver(fn Resolver) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resolver = fn
+}
+
+// Resolve is Lookup, then the registry's Resolver for a path no
+// registered connector has (relative paths against dir).
+func (r *Registry) Resolve(kind Kind, path, dir string) (Info, bool, error) {
+	if info, ok := r.Lookup(kind, path); ok {
+		return info, true, nil
+	}
+	r.mu.RLock()
+	fn := r.resolver
+	r.mu.RUnlock()
+	if fn == nil {
+		return Info{}, false, nil
+	}
+	return fn(kind, path, dir)
 }
 
 // NewRegistry returns an empty registry.

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/ferryhq/ferry/config"
@@ -19,9 +18,9 @@ import (
 // in loads a connector that creating it would refuse.
 func (r *Runtime) Admit(c *config.Connector) error {
 	kind := connector.Kind(c.Type)
-	info, ok := r.opts.Registry.Lookup(kind, c.Path)
-	if !ok {
-		return fmt.Errorf("path %q names no %s connector (built in: %s)", c.Path, kind, names(r.opts.Registry, kind))
+	info, err := resolve(r.opts.Registry, c)
+	if err != nil {
+		return err
 	}
 	cc := r.connectorConfig(c, slog.New(slog.DiscardHandler))
 	if info.Spec != nil {

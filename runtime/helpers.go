@@ -25,6 +25,25 @@ func names(r *connector.Registry, kind connector.Kind) string {
 	return strings.Join(out, ", ")
 }
 
+// resolve finds the connector c's path names: a built-in, or what the
+// registry's resolver finds (an out-of-process plugin, with relative
+// paths against c's file's directory).
+func resolve(reg *connector.Registry, c *config.Connector) (connector.Info, error) {
+	kind := connector.Kind(c.Type)
+	dir := ""
+	if c.File != "" {
+		dir = filepath.Dir(c.File)
+	}
+	info, ok, err := reg.Resolve(kind, c.Path, dir)
+	if err != nil {
+		return connector.Info{}, fmt.Errorf("path %q: %w", c.Path, err)
+	}
+	if !ok {
+		return connector.Info{}, fmt.Errorf("path %q names no %s connector (built in: %s)", c.Path, kind, names(reg, kind))
+	}
+	return info, nil
+}
+
 func transformSpecs(c *config.Connector) []transform.Spec {
 	var specs []transform.Spec
 	for _, t := range c.Transforms {

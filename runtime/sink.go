@@ -25,9 +25,9 @@ type sinkRun struct {
 }
 
 func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
-	info, ok := m.rt.opts.Registry.Lookup(connector.KindSink, cfg.Path)
-	if !ok {
-		return terminal(fmt.Errorf("%s: path %q names no sink connector (built in: %s)", cfg.File, cfg.Path, names(m.rt.opts.Registry, connector.KindSink)))
+	info, err := resolve(m.rt.opts.Registry, cfg)
+	if err != nil {
+		return terminal(fmt.Errorf("%s: %w", cfg.File, err))
 	}
 	chain, err := transform.Build(transformSpecs(cfg))
 	if err != nil {

@@ -83,9 +83,9 @@ func (o *output) converter(schema connector.Schema) (codec.Convert, error) {
 }
 
 func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
-	info, ok := m.rt.opts.Registry.Lookup(connector.KindSource, cfg.Path)
-	if !ok {
-		return terminal(fmt.Errorf("%s: path %q names no source connector (built in: %s)", cfg.File, cfg.Path, names(m.rt.opts.Registry, connector.KindSource)))
+	info, err := resolve(m.rt.opts.Registry, cfg)
+	if err != nil {
+		return terminal(fmt.Errorf("%s: %w", cfg.File, err))
 	}
 	chain, err := transform.Build(transformSpecs(cfg))
 	if err != nil {

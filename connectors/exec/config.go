@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/envx"
 )
 
 // Orderings.
@@ -30,7 +31,7 @@ var Spec = connector.NewSpec(
 		WithDoc("the command's directory; default the runtime's working directory"),
 	connector.NewMapField("env", connector.NewStringField("").WithCheck(noNUL)).WithExample(map[string]string{"APP_ENV": "production"}).
 		WithDoc("variables added to the runtime's environment (the FERRY_* names are Ferry's)"),
-	connector.NewListField("pass_env", connector.NewStringField("").WithCheck(func(v any) error { return checkPassEnv(v.(string)) })).
+	connector.NewListField("pass_env", connector.NewStringField("").WithCheck(func(v any) error { return envx.CheckPattern(v.(string)) })).
 		WithExample([]string{"IGGY_CONNECTORS_SINK_APP_*"}).
 		WithDoc(`withheld variables to pass anyway: names, or prefixes ending in "*"; ["*"] passes everything`),
 	connector.NewDurationField("timeout").WithDefault(time.Minute).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/envx"
 )
 
 func init() {
@@ -33,7 +34,7 @@ type Sink struct {
 	script   string          // the rewritten command
 	uses     map[string]bool // placeholders the command uses
 	dir      string
-	environ  []string // the runtime's environment without its secrets (see commandEnv), then env
+	environ  []string // the runtime's environment without its secrets (see envx.WithoutSecrets), then env
 	timeout  time.Duration
 	ordered  bool
 	limit    int
@@ -66,62 +67,11 @@ func newSink(cfg connector.Config) (*Sink, error) {
 		timeout: set.Duration("timeout"), ordered: set.String("ordering") == OrderingPartition,
 		limit: set.Int("output_limit"), verbose: cfg.Verbose, log: newLogger(cfg.Logger),
 		sem: make(chan struct{}, set.Int("concurrency")), parts: map[string]*sync.Mutex{}}
-	s.environ = commandEnv(os.Environ(), set.Strings("pass_env"))
+	s.environ = envx.WithoutSecrets(os.Environ(), set.Strings("pass_env"))
 	for k, v := range set.StringMap("env") {
 		s.environ = append(s.environ, k+"="+v)
 	}
 	return s, nil
-}
-
-// withheld reports whether a variable of the runtime's environment is one
-// of Ferry's or Iggy's secrets (or Ferry's own settings), which commands
-// do not get unless pass_env names them: IGGY_CONNECTORS_* (the runtime's
-// configuration, with connector credentials and the API key),
-// IGGY_PASSWORD, IGGY_TOKEN, IGGY_ROOT_PASSWORD and FERRY_* (FERRY_API_KEY,
-// and the names the placeholders use).
-func withheld(name string) bool {
-	switch name {
-	case "IGGY_PASSWORD", "IGGY_TOKEN", "IGGY_ROOT_PASSWORD":
-		return true
-	}
-	return strings.HasPrefix(name, "IGGY_CONNECTORS_") || strings.HasPrefix(name, "FERRY_")
-}
-
-// commandEnv is the part of environ ("NAME=value" entries) a command
-// gets: all of it but the withheld variables, except those pass names,
-// exactly or by a prefix ending in "*" ("*" alone passes everything).
-func commandEnv(environ, pass []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if withheld(name) && !passes(pass, name) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-func passes(pass []string, name string) bool {
-	for _, p := range pass {
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || p == name {
-			return true
-		}
-	}
-	return false
-}
-
-// checkPassEnv checks one pass_env entry: a variable name, or a prefix
-// followed by "*".
-func checkPassEnv(p string) error {
-	name := strings.TrimSuffix(p, "*")
-	if p == "*" {
-		return nil
-	}
-	if name == "" || strings.ContainsAny(name, "=*\x00") {
-		return errors.New(`want a variable name such as "DATABASE_URL", or a prefix ending in "*" such as "IGGY_CONNECTORS_SINK_X_*"`)
-	}
-	return nil
 }
 
 func checkEnvName(k string) error {
