@@ -6,7 +6,15 @@
 // The transforms are upstream's, with its TOML shapes: add_fields,
 // delete_fields, filter_fields, update_fields, unwrap_envelope, and the
 // format conversions avro_convert, proto_convert and flat_buffer_convert
-// (alias flatbuffer_convert), which use package codec.
+// (alias flatbuffer_convert), which use package codec; and Ferry's wasm,
+// a WebAssembly module (package transform/wasm, docs/wasm.md).
+//
+// Most transforms change one message (Transform.Apply). A BatchTransform
+// (wasm) takes the whole batch in one call and returns an Outcome per
+// message: keep, drop, replace, split, or fail. Chain.ApplyBatch, which
+// the runtime calls, runs the per-message transforms on each message and
+// each batch transform once on what the transforms before it kept; a
+// chain without batch transforms does what Apply does.
 //
 // Apply takes a message and its payload's schema and returns the schema
 // after the change (the *_convert transforms change it), whether to keep
