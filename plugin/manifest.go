@@ -100,7 +100,12 @@ func DefaultLimits() Limits {
 }
 
 var manifestSpec = connector.NewSpec(
-	connector.NewStringField("name").Require().WithDoc("the plugin's name"),
+	connector.NewStringField("name").Require().WithDoc("the plugin's name").WithCheck(func(v any) error {
+		if strings.TrimSpace(v.(string)) == "" {
+			return errors.New("want the plugin's name")
+		}
+		return nil
+	}),
 	connector.NewEnumField("kind", string(KindSource), string(KindSink), string(KindTransform)).Require(),
 	connector.NewStringField("summary"),
 	connector.NewStringField("command").Require().WithCheck(func(v any) error {
@@ -112,7 +117,7 @@ var manifestSpec = connector.NewSpec(
 	connector.NewStringListField("args"),
 	connector.NewEnumField("transport", string(TransportGRPC), string(TransportLines)).WithDefault(string(TransportGRPC)),
 	connector.NewEnumField("spec", "call", "inline"),
-	connector.NewStringListField("env"),
+	connector.NewListField("env", connector.NewStringField("").WithCheck(func(v any) error { return CheckEnvPattern(v.(string)) })),
 	connector.NewObjectField("limits",
 		connector.NewDurationField("call_timeout").WithDefault(DefaultCallTimeout),
 		connector.NewDurationField("start_timeout").WithDefault(DefaultStartTimeout),
@@ -122,11 +127,6 @@ var manifestSpec = connector.NewSpec(
 	),
 	connector.NewListField("settings", connector.NewAnyField("")),
 ).Lint(func(s *Settings, fail connector.FailFunc) {
-	for _, e := range s.Strings("env") {
-		if err := CheckEnvPattern(e); err != nil {
-			fail("env", "%q: %v", e, err)
-		}
-	}
 	l := s.Object("limits")
 	if l.Duration("call_timeout") <= 0 {
 		fail("limits.call_timeout", "must be more than 0")

@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(),
 		newConnectorsCmd(),
 		newBenchCmd(),
+		newPluginCmd(),
 		newTransformCmd(),
 	)
 	return root

@@ -116,3 +116,5 @@ func lines(t testing.TB, path string) []string {
 	}
 	return strings.Split(s[:i], "\n")
 }
+
+func kindOf(k string) connector.Kind { return connector.Kind(k) }

@@ -85,8 +85,16 @@ func start(m *plugin.Manifest, log *slog.Logger) (*process, error) {
 		raw, err = rpc.Dispense(plugin.PluginName)
 	}
 	if err != nil {
+		reason := oneLine(err.Error())
+		if i := strings.Index(reason, " This usually means"); i > 0 {
+			reason = reason[:i] // go-plugin's guesses, which name its own causes
+		}
+		time.Sleep(20 * time.Millisecond) // let an exit be seen
+		if exit := p.exited(); exit != "" {
+			reason = fmt.Sprintf("it exited before its handshake (%s): %s", exit, reason)
+		}
 		p.kill("it failed to start")
-		return nil, fmt.Errorf("plugin %s (%s) did not start: %s%s", m.Name, m.Command, oneLine(err.Error()), p.lastWords())
+		return nil, fmt.Errorf("plugin %s (%s) did not start: %s%s", m.Name, m.Command, reason, p.lastWords())
 	}
 	p.conn = raw.(*grpc.ClientConn)
 	p.plugin = pluginpb.NewPluginClient(p.conn)

@@ -226,4 +226,3 @@ func SpecCall(ctx context.Context, m *plugin.Manifest, log *slog.Logger) (*plugi
 	}
 	return resp, nil
 }
-
