@@ -13,6 +13,7 @@ import (
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/transform/wasm"
 	"github.com/ferryhq/ferry/transform/wasm/wasmtest"
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +25,11 @@ func (e *env) withGuest() {
 	b, err := os.ReadFile(wasmtest.GoGuest(e.t))
 	require.NoError(e.t, err)
 	e.write(filepath.Join("connectors", "guest.wasm"), string(b))
+	// Compile it now (it is cached), so the slow first compile under the
+	// race detector is not within the tests' liveness bounds.
+	m, err := wasm.New(context.Background(), b, wasm.Config{Function: "keep"})
+	require.NoError(e.t, err)
+	require.NoError(e.t, m.Close(context.Background()))
 }
 
 // TestWasmTransformsInAPipeline: a Go-built module drops messages by a

@@ -19,9 +19,11 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,6 +47,11 @@ const (
 // AllocExport is the function every module exports for the host to get
 // room for a batch: ferry_alloc(size i32) -> address i32.
 const AllocExport = "ferry_alloc"
+
+// minInitTimeout is the least time an instance's initialization gets
+// (its start functions: a Go guest's runtime starts there); Timeout
+// bounds it when longer.
+const minInitTimeout = 10 * time.Second
 
 // pageSize is WebAssembly's memory page.
 const pageSize = 1 << 16
@@ -74,8 +81,8 @@ type Config struct {
 	// Config is what the host function config returns (the transform's
 	// config table as JSON, in package transform).
 	Config []byte
-	// Timeout bounds each call (and the module's initialization). Default
-	// DefaultTimeout; negative means none.
+	// Timeout bounds each call, and each instance's initialization with at
+	// least 10 s. Default DefaultTimeout; negative means none.
 	Timeout time.Duration
 	// MemoryLimit is the most memory an instance may have, in bytes,
 	// rounded down to 64 KiB pages (at least one). Default
@@ -95,10 +102,32 @@ type Config struct {
 	MaxIdle int
 }
 
-// cache holds compiled code by module content, for the process: a
-// transform built again (a connector restart, the API's checks) does not
-// compile its module again.
-var cache = wazero.NewCompilationCache()
+// CacheDirEnv names a directory where compiled code is kept across
+// processes; unset, it is kept in memory for the process.
+const CacheDirEnv = "FERRY_WASM_CACHE_DIR"
+
+// cache holds compiled code by module content: a transform built again
+// (a connector restart, the API's checks) does not compile its module
+// again. compiling serializes compiles of the same content, so builds at
+// once (the connectors of one file set) compile it once.
+var (
+	cacheOnce sync.Once
+	cache     wazero.CompilationCache
+	compiling sync.Map // sha256 of the module → *sync.Mutex
+)
+
+func compilationCache() wazero.CompilationCache {
+	cacheOnce.Do(func() {
+		if dir := os.Getenv(CacheDirEnv); dir != "" {
+			if c, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
+				cache = c
+				return
+			}
+		}
+		cache = wazero.NewCompilationCache()
+	})
+	return cache
+}
 
 // Module is a compiled WebAssembly transform and its pool of instances.
 // It is safe for concurrent use; each call runs in an instance of its own.
@@ -142,7 +171,7 @@ func New(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	m.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(uint32(pages)).
-		WithCompilationCache(cache))
+		WithCompilationCache(compilationCache()))
 	if err := m.load(ctx, wasm); err != nil {
 		_ = m.rt.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -163,7 +192,10 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	if err := m.hostModule(ctx); err != nil {
 		return fmt.Errorf("host functions: %w", err)
 	}
+	mu, _ := compiling.LoadOrStore(sha256.Sum256(wasm), &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
 	compiled, err := m.rt.CompileModule(ctx, wasm)
+	mu.(*sync.Mutex).Unlock()
 	if err != nil {
 		return fmt.Errorf("compile: %w", err)
 	}
@@ -362,7 +394,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	t := &tail{}
 	initCtx, cancel := ctx, context.CancelFunc(func() {})
 	if m.cfg.Timeout > 0 {
-		initCtx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
+		initCtx, cancel = context.WithTimeout(ctx, max(m.cfg.Timeout, minInitTimeout))
 	}
 	defer cancel()
 	mod, err := m.rt.InstantiateModule(initCtx, m.compiled, m.modCfg.WithStderr(t).WithStdout(t))
@@ -372,7 +404,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		var exit *sys.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded {
-			return nil, fmt.Errorf("%w initializing (%s)", ErrTimeout, m.cfg.Timeout)
+			return nil, fmt.Errorf("%w initializing (%s)", ErrTimeout, max(m.cfg.Timeout, minInitTimeout))
 		}
 		return nil, fmt.Errorf("instantiate (memory_limit %s): %s%s", sizeText(m.limit), firstLine(err.Error()), detail(t.String()))
 	}

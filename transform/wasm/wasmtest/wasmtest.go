@@ -15,6 +15,8 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/ferryhq/ferry/transform/wasm"
 )
 
 var (
@@ -28,9 +30,19 @@ var (
 // kept in the system's temporary directory under a hash of its sources
 // and the Go version, so test binaries built from the same sources share
 // it; the tests never write it anywhere else.
+//
+// It also keeps wasm's compiled code in a directory there
+// (wasm.CacheDirEnv), unless the environment names one: compiling the
+// guest takes long under the race detector, and the test packages share
+// the result.
 func GoGuest(t testing.TB) string {
 	t.Helper()
-	once.Do(func() { built, err = build() })
+	once.Do(func() {
+		if os.Getenv(wasm.CacheDirEnv) == "" {
+			os.Setenv(wasm.CacheDirEnv, filepath.Join(os.TempDir(), "ferry-wasmtest-compiled"))
+		}
+		built, err = build()
+	})
 	if err != nil {
 		t.Fatalf("build the wasm guest: %v", err)
 	}
