@@ -9,6 +9,7 @@ import (
 	_ "github.com/ferryhq/ferry/connectors/file"     // file source and sink
 	_ "github.com/ferryhq/ferry/connectors/http"     // http sink
 	_ "github.com/ferryhq/ferry/connectors/postgres" // postgres source and sink
+	_ "github.com/ferryhq/ferry/connectors/rabbitmq" // rabbitmq source and sink
 	_ "github.com/ferryhq/ferry/connectors/random"   // random source
 	_ "github.com/ferryhq/ferry/connectors/stdout"   // stdout sink
 )
