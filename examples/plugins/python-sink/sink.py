@@ -10,9 +10,11 @@ and go-plugin's handshake by hand, with nothing but grpcio and protobuf
 import json
 import os
 import random
+import re
 import signal
 import sys
 import threading
+import time
 from concurrent import futures
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen"))
@@ -35,7 +37,18 @@ SETTINGS = [
              example_json=json.dumps("/tmp/lines.txt")),
     pb.Field(name="fsync", type=pb.FIELD_TYPE_BOOL, default_json="false",
              doc="fsync the file after each batch, before the batch is reported written"),
+    pb.Field(name="delay", type=pb.FIELD_TYPE_DURATION, default_json=json.dumps("0s"),
+             doc="a pause before each message (to watch batches in flight)"),
 ]
+
+
+def seconds(v):
+    """Reads a duration setting: "250ms", "1m 30s", or a number of
+    milliseconds (Ferry checked its form already)."""
+    if isinstance(v, (int, float)):
+        return v / 1000.0
+    units = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * units[u or "ms"] for n, u in re.findall(r"([\d.]+)\s*(ns|us|\u00b5s|ms|s|m|h)?", str(v)))
 
 
 def log(*args):
@@ -58,6 +71,7 @@ class Sink(pb_grpc.SinkServicer):
         self.lock = threading.Lock()
         self.file = None
         self.fsync = False
+        self.delay = 0.0
         self.verbose = False
 
     def Open(self, request, context):
@@ -78,6 +92,7 @@ class Sink(pb_grpc.SinkServicer):
                 # The destination is not there (yet): Ferry retries with backoff.
                 return pb.OpenResponse(error=failure(pb.FAILURE_KIND_UNAVAILABLE, "open %s: %s" % (path, e)))
             self.fsync = bool(cfg.get("fsync", False))
+            self.delay = seconds(cfg.get("delay", 0))
             self.verbose = request.verbose
         log("open", request.key, "writing to", path)
         return pb.OpenResponse()
@@ -89,6 +104,8 @@ class Sink(pb_grpc.SinkServicer):
             failures = []
             out = bytearray()
             for i, m in enumerate(request.messages):
+                if self.delay > 0:
+                    time.sleep(self.delay)
                 if b"\n" in m.payload:
                     # Can never be one line: dead-lettered by Ferry, not retried.
                     failures.append(pb.MessageFailure(index=i, kind=pb.FAILURE_KIND_PERMANENT,
