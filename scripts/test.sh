@@ -26,6 +26,41 @@ fi
 # git: the tests of the first hour check that a run leaves a checkout clean.
 command -v git >/dev/null 2>&1 || { echo "== installing git"; apt_install git; }
 
+# RabbitMQ for the rabbitmq connector's tests: installed from Debian's
+# packages when missing and started now, in the background (it takes
+# about 10 s), as its own user on loopback ports with its data in a temp
+# dir; waited for below, after PostgreSQL. Tests read FERRY_TEST_AMQP_URL;
+# FERRY_REQUIRE_RABBITMQ=1 makes them fail rather than skip without it.
+RMQ_SERVER=$(command -v rabbitmq-server || true)
+[ -n "$RMQ_SERVER" ] || [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || RMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
+if [ -z "$RMQ_SERVER" ]; then
+  echo "== installing RabbitMQ (apt-get install rabbitmq-server)"
+  apt_install rabbitmq-server
+  RMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
+fi
+RMQ_DIR=$(mktemp -d /tmp/ferry-rabbitmq.XXXXXX)
+RMQ_PORT=$((20000 + RANDOM % 30000))
+RMQ_DIST=$((RMQ_PORT + 1))
+chmod 755 "$RMQ_DIR"
+cat > "$RMQ_DIR/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$RMQ_PORT
+loopback_users = none
+log.console = false
+log.file.level = warning
+max_message_size = 1048576
+CONF
+RMQ_AS=()
+if [ "$(id -u)" -eq 0 ] && id rabbitmq >/dev/null 2>&1; then
+  chown -R rabbitmq: "$RMQ_DIR"; RMQ_AS=(runuser -u rabbitmq --)
+fi
+# setsid: the server, Erlang and their children form one process group,
+# killed together at exit.
+setsid "${RMQ_AS[@]}" env HOME="$RMQ_DIR" RABBITMQ_NODENAME="ferryci$RMQ_PORT@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+  RABBITMQ_DIST_PORT="$RMQ_DIST" RABBITMQ_MNESIA_BASE="$RMQ_DIR/mnesia" RABBITMQ_LOG_BASE="$RMQ_DIR/log" \
+  RABBITMQ_CONFIG_FILE="$RMQ_DIR/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$RMQ_DIR/enabled_plugins" \
+  ERL_EPMD_ADDRESS=127.0.0.1 "$RMQ_SERVER" >"$RMQ_DIR/server.out" 2>&1 &
+RMQ_PID=$!
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
@@ -61,7 +96,12 @@ stop_pg() {
   as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
   rm -rf "$PG_DIR"
 }
-trap stop_pg EXIT
+stop_servers() {
+  stop_pg
+  kill -KILL -- "-$RMQ_PID" 2>/dev/null || kill -KILL "$RMQ_PID" 2>/dev/null || true
+  rm -rf "$RMQ_DIR"
+}
+trap stop_servers EXIT
 chmod 755 "$PG_DIR"
 [ "$(id -u)" -ne 0 ] || chown postgres: "$PG_DIR"
 as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >"$PG_DIR/initdb.log"
@@ -96,6 +136,16 @@ done
 export FERRY_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 export FERRY_REQUIRE_POSTGRES=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT ($PG_DIR)"
+
+for _ in $(seq 1 300); do
+  (echo > "/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null && break
+  kill -0 "$RMQ_PID" 2>/dev/null || { echo "RabbitMQ exited at start:"; tail -n 20 "$RMQ_DIR/server.out"; exit 1; }
+  sleep 0.3
+done
+(echo > "/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null || { echo "RabbitMQ did not listen on $RMQ_PORT:"; tail -n 20 "$RMQ_DIR/server.out"; exit 1; }
+export FERRY_TEST_AMQP_URL="amqp://guest:guest@127.0.0.1:$RMQ_PORT/"
+export FERRY_REQUIRE_RABBITMQ=1
+echo "== RabbitMQ $(dpkg-query -W -f='${Version}' rabbitmq-server 2>/dev/null || echo '?') on 127.0.0.1:$RMQ_PORT ($RMQ_DIR)"
 
 echo "== go vet"
 go vet ./...

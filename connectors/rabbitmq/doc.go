@@ -63,7 +63,9 @@
 //	timeout_secs = 30
 //
 // A delivery whose message_id is a UUID keeps it as the Iggy message id,
-// so a redelivered message keeps its id. Delivery is at-least-once: a
+// so a redelivered message keeps its id. AMQP headers become Iggy headers
+// where Iggy can carry them (scalars; keys and values of 1..255 bytes);
+// tables, arrays and longer values are left out. Delivery is at-least-once: a
 // crash between sending a batch to Iggy and acknowledging it to RabbitMQ
 // redelivers that batch (at most prefetch_count messages); a batch the
 // runtime could not deliver yet stays unacknowledged while the runtime

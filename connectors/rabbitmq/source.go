@@ -168,18 +168,27 @@ func (s *Source) message(d *amqp.Delivery) connector.Message {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if v, ok := headerValue(d.Headers[k]); ok {
+		if v, ok := headerValue(d.Headers[k]); ok && fitsIggy(k, v.Data) {
 			m.SetHeader(k, v)
+		} else {
+			s.log.Debug("an AMQP header Iggy cannot carry is left out (a table or array, or not 1..255 bytes)", "header", k)
 		}
 	}
 	if s.metadata {
-		m.Headers = append(m.Headers, connector.StringHeader("rabbitmq_exchange", d.Exchange),
-			connector.StringHeader("rabbitmq_routing_key", d.RoutingKey))
-		if d.MessageId != "" {
-			m.Headers = append(m.Headers, connector.StringHeader("rabbitmq_message_id", d.MessageId))
+		for _, h := range [...][2]string{{"rabbitmq_exchange", d.Exchange}, {"rabbitmq_routing_key", d.RoutingKey},
+			{"rabbitmq_message_id", d.MessageId}} {
+			if fitsIggy(h[0], []byte(h[1])) { // the default exchange's name is ""
+				m.Headers = append(m.Headers, connector.StringHeader(h[0], h[1]))
+			}
 		}
 	}
 	return m
+}
+
+// fitsIggy reports whether a header key and value fit Iggy's limits:
+// 1..255 bytes each.
+func fitsIggy(key string, value []byte) bool {
+	return len(key) >= 1 && len(key) <= 255 && len(value) >= 1 && len(value) <= 255
 }
 
 func (s *Source) take(b *connector.Batch) (uint64, bool) {

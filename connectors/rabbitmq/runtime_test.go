@@ -1,0 +1,222 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/connectortest"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/header"
+	"github.com/ferryhq/ferry/internal/amqptest"
+	"github.com/ferryhq/ferry/runtime"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/require"
+)
+
+// upstreamSinkTOML is upstream's example connector file for the RabbitMQ
+// sink (core/connectors/sinks/rabbitmq_sink/config.toml), adapted only
+// in the server address, the exchange name and the dead-letter policy.
+func upstreamSinkTOML(url, exchange, extra string) string {
+	return fmt.Sprintf(`type = "sink"
+key = "rabbitmq"
+enabled = true
+version = 0
+name = "RabbitMQ sink"
+path = "../../target/release/libiggy_connector_rabbitmq_sink"
+verbose = true
+
+[[streams]]
+stream = "test_stream"
+topics = ["test_topic"]
+schema = "json"
+batch_length = 100
+poll_interval = "5ms"
+consumer_group = "rabbitmq_sink_connector"
+%s
+[plugin_config]
+amqp_url = %q
+exchange = %q
+exchange_type = "topic"
+routing_key = "iggy.messages"
+durable_exchange = true
+delivery_mode = "persistent"
+include_metadata = true
+verbose_logging = false
+max_retries = 3
+retry_delay_secs = 1
+max_retry_delay_secs = 5
+max_message_size = "1MiB"
+`, extra, url, exchange)
+}
+
+func sendJSON(t *testing.T, rt interface{ IggyAddress() string }, stream, topic string, payloads ...string) {
+	t.Helper()
+	admin, err := iggy.Dial(context.Background(), rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	var msgs []iggy.Message
+	for _, p := range payloads {
+		msgs = append(msgs, iggy.Message{Payload: []byte(p)})
+	}
+	_, err = admin.SendMessages(context.Background(), iggy.NamedID(stream), iggy.NamedID(topic), iggy.ToPartition(0), msgs)
+	require.NoError(t, err)
+}
+
+// collect reads q until it has n messages (acknowledging them).
+func collect(t *testing.T, ch *amqp.Channel, q string, n int) []string {
+	t.Helper()
+	var got []string
+	connectortest.Eventually(t, fmt.Sprintf("%d messages in %s", n, q), func() bool {
+		for _, d := range drain(t, ch, q) {
+			got = append(got, string(d.Body))
+		}
+		return len(got) >= n
+	})
+	return got
+}
+
+// Upstream's connector file runs unchanged (but for addresses); a
+// message over the server's limit is dead-lettered with the reason and
+// the others are published.
+func TestUpstreamSinkFileRunsAndDeadLettersARefusedMessage(t *testing.T) {
+	t.Parallel()
+	url := amqptest.URL(t)
+	exchange := amqptest.Name(t, "x")
+	ch, q := queueOn(t, url, exchange, "iggy.messages")
+	run := connectortest.Start(t, map[string]string{"rabbitmq.toml": upstreamSinkTOML(url, exchange,
+		"on_error = \"dead_letter\"\ndead_letter_topic = \"dlq\"\nretry_backoff = \"5ms\"")})
+	big := `{"big":"` + strings.Repeat("x", 1100<<10) + `"}`
+	sendJSON(t, run.Runtime, "test_stream", "test_topic", `{"n":0}`, big, `{"n":2}`)
+	got := collect(t, ch, q, 2)
+	require.Equal(t, []string{`{"n":0}`, `{"n":2}`}, got)
+
+	admin, err := iggy.Dial(context.Background(), run.Runtime.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	var dead []iggy.Message
+	connectortest.Eventually(t, "a dead letter", func() bool {
+		r, err := admin.PollMessages(context.Background(), iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NumericID(1)),
+			Stream: iggy.NamedID("test_stream"), Topic: iggy.NamedID("dlq"), Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10})
+		if err != nil {
+			return false
+		}
+		dead = r.Messages
+		return len(dead) == 1
+	})
+	v, ok := header.Get(dead[0].Headers, runtime.HeaderDLQError)
+	require.True(t, ok, "the dead letter carries its reason")
+	require.Contains(t, v.String(), "above max_message_size")
+}
+
+// RabbitMQ → Iggy → RabbitMQ through the runtime: every message arrives,
+// with its headers.
+func TestSourceToSinkThroughIggy(t *testing.T) {
+	t.Parallel()
+	url := amqptest.URL(t)
+	in := amqptest.Name(t, "in")
+	out := amqptest.Name(t, "x")
+	ch, q := queueOn(t, url, out, "iggy.messages")
+	run := connectortest.Start(t, map[string]string{
+		"in.toml": fmt.Sprintf(`type = "source"
+key = "from_rabbit"
+path = "rabbitmq"
+[[streams]]
+stream = "test_stream"
+topic = "test_topic"
+schema = "json"
+[plugin_config]
+amqp_url = %q
+queue = %q
+batch_size = 20
+batch_wait = "10ms"
+`, url, in),
+		"out.toml": upstreamSinkTOML(url, out, ""),
+	})
+	// The source declares the queue when it opens.
+	var published []string
+	connectortest.Eventually(t, "the source's queue", func() bool {
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		c, err := conn.Channel()
+		if err != nil {
+			return false
+		}
+		_, err = c.QueueDeclarePassive(in, true, false, false, false, nil)
+		return err == nil
+	})
+	published = publish(t, url, in, 0, 250)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, k := range []connector.Kind{connector.KindSource, connector.KindSink} {
+				for _, info := range run.Runtime.Connectors(k) {
+					t.Logf("%s %s: %s %s", k, info.Key, info.Status, info.LastError)
+				}
+			}
+		}
+	})
+	got := collect(t, ch, q, 250)
+	sort.Strings(got)
+	sort.Strings(published)
+	require.Equal(t, published, got)
+}
+
+// A RabbitMQ that is down for a while: the sink restarts with backoff and
+// nothing sent to Iggy meanwhile is lost.
+func TestSinkSurvivesAServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and stops a RabbitMQ of its own")
+	}
+	t.Parallel()
+	srv := amqptest.Private(t)
+	exchange := amqptest.Name(t, "x")
+	ch, q := queueOn(t, srv.URL, exchange, "iggy.messages")
+	run := connectortest.Start(t, map[string]string{"rabbitmq.toml": upstreamSinkTOML(srv.URL, exchange, "retry_backoff = \"5ms\"")})
+	sendJSON(t, run.Runtime, "test_stream", "test_topic", `{"n":0}`, `{"n":1}`)
+	require.Len(t, collect(t, ch, q, 2), 2)
+
+	srv.Halt()
+	var during []string
+	for i := 2; i < 12; i++ {
+		during = append(during, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	sendJSON(t, run.Runtime, "test_stream", "test_topic", during...)
+	connectortest.Eventually(t, "the sink to notice the outage", func() bool {
+		for _, info := range run.Runtime.Connectors(connector.KindSink) {
+			if info.LastError != "" {
+				return true
+			}
+		}
+		return false
+	})
+	srv.Resume(t)
+	ch2, _ := reopen(t, srv.URL, q)
+	got := collect(t, ch2, q, len(during))
+	for _, want := range during {
+		require.Contains(t, got, want, "nothing sent during the outage is lost")
+	}
+	_ = ch
+}
+
+// reopen returns a channel on a restarted server; q is durable, so it
+// survived the restart with its binding.
+func reopen(t *testing.T, url, q string) (*amqp.Channel, string) {
+	t.Helper()
+	var ch *amqp.Channel
+	connectortest.Eventually(t, "a connection to the restarted server", func() bool {
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			return false
+		}
+		t.Cleanup(func() { conn.Close() })
+		ch, err = conn.Channel()
+		return err == nil
+	})
+	return ch, q
+}
