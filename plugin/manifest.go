@@ -34,6 +34,7 @@ const ManifestName = "ferry-plugin.toml"
 //	memory_limit = "512MiB"       # address-space limit of the process (RLIMIT_AS); 0: none
 //	restart_backoff = "100ms"     # first wait before starting a plugin process again, doubling …
 //	max_restart_backoff = "30s"   # … up to this
+//	max_line = "64MiB"            # transport "lines": the longest line the plugin may write
 //
 //	[[settings]]                  # the plugin_config keys, with spec = "inline"
 //	name = "path"
@@ -83,6 +84,9 @@ type Limits struct {
 	// plugin's process is started again after it failed: RestartBackoff,
 	// doubling up to MaxRestartBackoff; a call that succeeds resets it.
 	RestartBackoff, MaxRestartBackoff time.Duration
+	// MaxLine bounds a line the plugin writes on the line protocol; a
+	// longer one is a protocol error.
+	MaxLine int64
 }
 
 // Default limits.
@@ -96,7 +100,7 @@ const (
 // DefaultLimits are the limits of a plugin that declares none.
 func DefaultLimits() Limits {
 	return Limits{CallTimeout: DefaultCallTimeout, StartTimeout: DefaultStartTimeout,
-		RestartBackoff: DefaultRestartBackoff, MaxRestartBackoff: DefaultMaxRestartBackoff}
+		RestartBackoff: DefaultRestartBackoff, MaxRestartBackoff: DefaultMaxRestartBackoff, MaxLine: DefaultMaxLine}
 }
 
 var manifestSpec = connector.NewSpec(
@@ -124,6 +128,7 @@ var manifestSpec = connector.NewSpec(
 		connector.NewSizeField("memory_limit").WithDefault(int64(0)),
 		connector.NewDurationField("restart_backoff").WithDefault(DefaultRestartBackoff),
 		connector.NewDurationField("max_restart_backoff").WithDefault(DefaultMaxRestartBackoff),
+		connector.NewSizeField("max_line").WithDefault(int64(DefaultMaxLine)),
 	),
 	connector.NewListField("settings", connector.NewAnyField("")),
 ).Lint(func(s *Settings, fail connector.FailFunc) {
@@ -136,6 +141,12 @@ var manifestSpec = connector.NewSpec(
 	}
 	if l.Duration("max_restart_backoff") < l.Duration("restart_backoff") {
 		fail("limits.max_restart_backoff", "must not be shorter than restart_backoff")
+	}
+	if l.Size("max_line") < 1024 {
+		fail("limits.max_line", "must be at least 1KiB")
+	}
+	if s.String("spec") == "call" && s.String("transport") == string(TransportLines) {
+		fail("spec", `a plugin on the line protocol has no Spec call; declare its settings with [[settings]] tables (spec = "inline")`)
 	}
 	if tables, _ := s.Value("settings").([]any); s.String("spec") == "call" && len(tables) > 0 {
 		fail("spec", `"call" takes the settings from the plugin; remove the [[settings]] tables or say spec = "inline"`)
@@ -197,10 +208,13 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 	l := set.Object("limits")
 	m.Limits = Limits{CallTimeout: l.Duration("call_timeout"), StartTimeout: l.Duration("start_timeout"),
 		MemoryLimit: l.Size("memory_limit"), RestartBackoff: l.Duration("restart_backoff"),
-		MaxRestartBackoff: l.Duration("max_restart_backoff")}
+		MaxRestartBackoff: l.Duration("max_restart_backoff"), MaxLine: l.Size("max_line")}
 	m.Command = resolveCommand(m.Dir, set.String("command"))
 	tables, _ := set.Value("settings").([]any)
 	m.SpecFromCall = set.String("spec") == "call" || (set.String("spec") == "" && len(tables) == 0)
+	if m.Transport == TransportLines {
+		m.SpecFromCall = false // no Spec call: the [[settings]], or none
+	}
 	if !m.SpecFromCall {
 		var errs connector.SettingErrors
 		fields := make([]*pluginpb.Field, 0, len(tables))

@@ -18,12 +18,12 @@ import (
 	"github.com/ferryhq/ferry/plugin/pluginpb"
 )
 
-// process is one running plugin process on the gRPC transport.
-type process struct {
+// grpcProcess is one running plugin process on the gRPC transport.
+type grpcProcess struct {
 	m      *plugin.Manifest
 	client *goplugin.Client
 	cmd    *exec.Cmd
-	pid    int
+	pid_   int
 	stderr *LogWriter
 	stdout *LogWriter
 
@@ -35,7 +35,16 @@ type process struct {
 
 	killOnce sync.Once
 	killed   chan struct{} // closed once kill ran
-	why      string        // why it was killed, set before killed closes
+	why_     string        // why it was killed, set before killed closes
+}
+
+var _ proc = (*grpcProcess)(nil)
+
+func (p *grpcProcess) pid() int              { return p.pid_ }
+func (p *grpcProcess) dead() <-chan struct{} { return p.killed }
+func (p *grpcProcess) why() string           { return p.why_ }
+func (p *grpcProcess) rpc() rpcs {
+	return rpcs{plugin: p.plugin, source: p.source, sink: p.sink}
 }
 
 // hostPlugin gives go-plugin's client the connection.
@@ -51,14 +60,11 @@ func (hostPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.
 	return c, nil
 }
 
-// start starts a plugin process of m and waits for its handshake. log
-// receives its output, with the connector's key.
-func start(m *plugin.Manifest, log *slog.Logger) (*process, error) {
-	if m.Transport != plugin.TransportGRPC {
-		return nil, fmt.Errorf("plugin %s: transport %q: %w (this build speaks %q)", m.Name, m.Transport, plugin.ErrTransportNotBuilt, plugin.TransportGRPC)
-	}
+// startGRPC starts a plugin process of m and waits for its handshake.
+// log receives its output, with the connector's key.
+func startGRPC(m *plugin.Manifest, log *slog.Logger) (*grpcProcess, error) {
 	cmd, limited := Command(m)
-	p := &process{m: m, cmd: cmd, stderr: NewLogWriter(log, "stderr"), stdout: NewLogWriter(log, "stdout"), killed: make(chan struct{})}
+	p := &grpcProcess{m: m, cmd: cmd, stderr: NewLogWriter(log, "stderr"), stdout: NewLogWriter(log, "stdout"), killed: make(chan struct{})}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		Plugins:          goplugin.PluginSet{plugin.PluginName: hostPlugin{}},
@@ -73,10 +79,10 @@ func start(m *plugin.Manifest, log *slog.Logger) (*process, error) {
 	})
 	rpc, err := p.client.Client()
 	if cmd.Process != nil {
-		p.pid = cmd.Process.Pid
+		p.pid_ = cmd.Process.Pid
 	}
 	if err == nil && !limited {
-		if lerr := ApplyLimits(p.pid, m.Limits.MemoryLimit); lerr != nil {
+		if lerr := ApplyLimits(p.pid_, m.Limits.MemoryLimit); lerr != nil {
 			err = fmt.Errorf("set its memory limit: %w", lerr)
 		}
 	}
@@ -106,11 +112,11 @@ func start(m *plugin.Manifest, log *slog.Logger) (*process, error) {
 
 // kill ends the process (and its process group) at once; why is kept for
 // the reason of calls that fail afterwards.
-func (p *process) kill(why string) {
+func (p *grpcProcess) kill(why string) {
 	p.killOnce.Do(func() {
-		p.why = why
-		if p.pid > 0 && !p.client.Exited() {
-			killGroup(p.pid)
+		p.why_ = why
+		if p.pid_ > 0 && !p.client.Exited() {
+			killGroup(p.pid_)
 		}
 		done := make(chan struct{})
 		go func() {
@@ -129,9 +135,9 @@ func (p *process) kill(why string) {
 
 // shutdown asks the process to exit (go-plugin's Shutdown), and kills it
 // when it does not within a few seconds.
-func (p *process) shutdown() {
+func (p *grpcProcess) shutdown() {
 	p.killOnce.Do(func() {
-		p.why = "it was closed"
+		p.why_ = "it was closed"
 		done := make(chan struct{})
 		go func() {
 			p.client.Kill() // graceful first, then a kill after 2 s
@@ -140,8 +146,8 @@ func (p *process) shutdown() {
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			if p.pid > 0 {
-				killGroup(p.pid)
+			if p.pid_ > 0 {
+				killGroup(p.pid_)
 			}
 			<-done
 		}
@@ -152,7 +158,7 @@ func (p *process) shutdown() {
 }
 
 // exited describes how the process ended, or "" while it runs.
-func (p *process) exited() string {
+func (p *grpcProcess) exited() string {
 	if !p.client.Exited() {
 		return ""
 	}
@@ -164,14 +170,4 @@ func (p *process) exited() string {
 
 // lastWords is the last line the process wrote to standard error, for a
 // failure's reason.
-func (p *process) lastWords() string {
-	if l := p.stderr.Last(); l != "" {
-		return "; its last words on standard error: " + l
-	}
-	return ""
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	return strings.Join(strings.Fields(s), " ")
-}
+func (p *grpcProcess) lastWords() string { return lastWordsOf(p.stderr) }

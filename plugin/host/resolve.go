@@ -218,7 +218,7 @@ func SpecCall(ctx context.Context, m *plugin.Manifest, log *slog.Logger) (*plugi
 	var resp *pluginpb.SpecResponse
 	err = sup.call(ctx, p, "Spec", m.Limits.CallTimeout, func(ctx context.Context) error {
 		var err error
-		resp, err = p.plugin.Spec(ctx, &pluginpb.SpecRequest{})
+		resp, err = p.rpc().plugin.Spec(ctx, &pluginpb.SpecRequest{})
 		return err
 	})
 	if err != nil {

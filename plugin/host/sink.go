@@ -30,8 +30,8 @@ func NewSink(m *plugin.Manifest, spec *connector.Spec, cfg connector.Config) (*S
 	}
 	s := &Sink{cfg: cfg, json: js}
 	s.sup = newSupervisor(m, logger(cfg), true)
-	s.sup.open = func(ctx context.Context, p *process) error {
-		resp, err := p.sink.Open(ctx, &pluginpb.OpenRequest{Key: cfg.Key, Name: cfg.Name, ConfigJson: js, Verbose: cfg.Verbose})
+	s.sup.open = func(ctx context.Context, p proc) error {
+		resp, err := p.rpc().sink.Open(ctx, &pluginpb.OpenRequest{Key: cfg.Key, Name: cfg.Name, ConfigJson: js, Verbose: cfg.Verbose})
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	var resp *pluginpb.ConsumeResponse
 	err = s.sup.call(ctx, p, "Consume", s.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
 		var err error
-		resp, err = p.sink.Consume(ctx, req)
+		resp, err = p.rpc().sink.Consume(ctx, req)
 		if err == nil {
 			err = checkConsume(resp, len(b.Messages))
 		}
@@ -105,8 +105,8 @@ func checkConsume(resp *pluginpb.ConsumeResponse, n int) error {
 
 // Close closes the sink and ends its process.
 func (s *Sink) Close(ctx context.Context) error {
-	return s.sup.close(ctx, func(ctx context.Context, p *process) error {
-		resp, err := p.sink.Close(ctx, &pluginpb.CloseRequest{})
+	return s.sup.close(ctx, func(ctx context.Context, p proc) error {
+		resp, err := p.rpc().sink.Close(ctx, &pluginpb.CloseRequest{})
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ type Source struct {
 }
 
 type polled struct {
-	p   *process
+	p   proc
 	seq uint64
 }
 
@@ -54,7 +54,7 @@ func (s *Source) Open(ctx context.Context, state []byte) error {
 		req.State = []byte{}
 	}
 	return s.sup.call(ctx, p, "Open", s.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
-		resp, err := p.source.Open(ctx, req)
+		resp, err := p.rpc().source.Open(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		var resp *pluginpb.PollResponse
 		err = s.sup.call(ctx, p, "Poll", PollWait+s.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
 			var err error
-			resp, err = p.source.Poll(ctx, &pluginpb.PollRequest{MaxWaitMs: uint32(PollWait / time.Millisecond)})
+			resp, err = p.rpc().source.Poll(ctx, &pluginpb.PollRequest{MaxWaitMs: uint32(PollWait / time.Millisecond)})
 			if err == nil {
 				err = checkPoll(resp)
 			}
@@ -143,7 +143,7 @@ func (s *Source) Ack(ctx context.Context, b *connector.Batch) error {
 		return fmt.Errorf("plugin %s: the process that read the batch is gone; its Ack is not sent", s.sup.m.Name)
 	}
 	return s.sup.call(ctx, pb.p, "Ack", s.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
-		resp, err := pb.p.source.Ack(ctx, &pluginpb.AckRequest{Seq: pb.seq})
+		resp, err := pb.p.rpc().source.Ack(ctx, &pluginpb.AckRequest{Seq: pb.seq})
 		if err != nil {
 			return err
 		}
@@ -161,15 +161,15 @@ func (s *Source) Nack(ctx context.Context, b *connector.Batch, cause error) {
 		return
 	}
 	_ = s.sup.call(ctx, pb.p, "Nack", s.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
-		_, err := pb.p.source.Nack(ctx, &pluginpb.NackRequest{Seq: pb.seq, Cause: cause.Error()})
+		_, err := pb.p.rpc().source.Nack(ctx, &pluginpb.NackRequest{Seq: pb.seq, Cause: cause.Error()})
 		return err
 	})
 }
 
 // Close closes the source and ends its process.
 func (s *Source) Close(ctx context.Context) error {
-	return s.sup.close(ctx, func(ctx context.Context, p *process) error {
-		resp, err := p.source.Close(ctx, &pluginpb.CloseRequest{})
+	return s.sup.close(ctx, func(ctx context.Context, p proc) error {
+		resp, err := p.rpc().source.Close(ctx, &pluginpb.CloseRequest{})
 		if err != nil {
 			return err
 		}

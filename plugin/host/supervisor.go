@@ -27,11 +27,11 @@ type supervisor struct {
 	log     *slog.Logger
 	respawn bool
 	// open opens a freshly started process (a sink's Open call).
-	open func(ctx context.Context, p *process) error
+	open func(ctx context.Context, p proc) error
 
 	startMu   sync.Mutex // serialises starts; taken before mu
 	mu        sync.Mutex
-	proc      *process
+	proc      proc
 	started   bool // a process was started once
 	closed    bool
 	retry     backoff.Backoff
@@ -49,7 +49,7 @@ var errClosed = errors.New("the plugin connector is closed")
 
 // get returns the running process, starting one when there is none (and
 // the supervisor may), after the restart backoff.
-func (s *supervisor) get(ctx context.Context) (*process, error) {
+func (s *supervisor) get(ctx context.Context) (proc, error) {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
 	s.mu.Lock()
@@ -106,7 +106,7 @@ func (s *supervisor) failed(err error) {
 // broken kills p after a failure of what it did, and returns the error
 // the call reports: marked Unavailable, so that a sink's batch is kept
 // (not dead-lettered) and delivered again.
-func (s *supervisor) broken(p *process, reason string) error {
+func (s *supervisor) broken(p proc, reason string) error {
 	p.kill(reason)
 	err := fmt.Errorf("plugin %s: %s; its process was killed", s.m.Name, reason)
 	if s.respawn {
@@ -126,7 +126,7 @@ func (s *supervisor) broken(p *process, reason string) error {
 // the process — it exited, it did not answer in time, the connection
 // broke — kills it (broken). A call whose own ctx ended returns ctx's
 // error and leaves the process alone.
-func (s *supervisor) call(ctx context.Context, p *process, what string, timeout time.Duration, fn func(context.Context) error) error {
+func (s *supervisor) call(ctx context.Context, p proc, what string, timeout time.Duration, fn func(context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := fn(cctx)
@@ -141,8 +141,8 @@ func (s *supervisor) call(ctx context.Context, p *process, what string, timeout 
 		return ctx.Err()
 	}
 	select {
-	case <-p.killed:
-		return s.broken(p, fmt.Sprintf("%s failed: %s", what, p.why))
+	case <-p.dead():
+		return s.broken(p, fmt.Sprintf("%s failed: %s", what, p.why()))
 	default:
 	}
 	if exit := p.exited(); exit != "" {
@@ -176,7 +176,7 @@ func (s *supervisor) succeeded() {
 
 // close ends the process: closeFn (the Close call) within the call
 // timeout, then go-plugin's shutdown.
-func (s *supervisor) close(ctx context.Context, closeFn func(context.Context, *process) error) error {
+func (s *supervisor) close(ctx context.Context, closeFn func(context.Context, proc) error) error {
 	s.mu.Lock()
 	p := s.proc
 	s.proc, s.closed = nil, true
@@ -212,7 +212,7 @@ func (s *supervisor) pid() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.pid
+	return s.proc.pid()
 }
 
 // logger is the connector's logger, or one that discards.
