@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/ferryhq/ferry/config"
@@ -101,7 +102,13 @@ func (s *Server) pluginSecrets(c *config.Connector) func(key string) bool {
 	if reg == nil {
 		reg = connector.Default
 	}
-	if info, ok := reg.Lookup(connector.Kind(c.Type), c.Path); ok && info.Spec != nil {
+	dir := ""
+	if c.File != "" {
+		dir = filepath.Dir(c.File)
+	}
+	// Resolve, not Lookup: a plugin's spec (its manifest's, or its Spec
+	// call's, cached) marks its secrets too.
+	if info, ok, err := reg.Resolve(connector.Kind(c.Type), c.Path, dir); err == nil && ok && info.Spec != nil {
 		return info.Spec.Secret
 	}
 	return nil
