@@ -10,6 +10,7 @@ package plugins_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/connector"
 	_ "github.com/ferryhq/ferry/connectors/file" // the built-in file source and sink
@@ -245,6 +247,43 @@ func TestNodeSource(t *testing.T) {
 		"dst.toml": builtinSink(out),
 	})
 	connectortest.Eventually(t, "every line of node-source's input reaches the file", func() bool { return len(lines(t, out)) >= len(want) })
+	checkAll(t, lines(t, out), want)
+	checkRunning(t, rt)
+}
+
+// TestNodeSourceResumes: a runtime started again on the same state
+// directory opens node-source with the state saved last (the lines sent),
+// so it sends only the lines added since: none twice, none lost.
+func TestNodeSourceResumes(t *testing.T) {
+	needNode(t)
+	in, want := writeInput(t, 30)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	dir := t.TempDir()
+	files := map[string]string{
+		"src.toml": pluginSource(manifest(t, "node-source"), in),
+		"dst.toml": builtinSink(out),
+	}
+	rt := connectortest.Start(t, files, connectortest.WithDir(dir))
+	connectortest.Eventually(t, "the first 30 lines reach the file", func() bool { return len(lines(t, out)) >= len(want) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 30; i < 50; i++ {
+		l := fmt.Sprintf(`{"n":%d}`, i)
+		want = append(want, l)
+		fmt.Fprintln(f, l)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rt = connectortest.Start(t, files, connectortest.WithDir(dir))
+	connectortest.Eventually(t, "the 20 new lines reach the file", func() bool { return len(lines(t, out)) >= len(want) })
 	checkAll(t, lines(t, out), want)
 	checkRunning(t, rt)
 }

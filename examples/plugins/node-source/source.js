@@ -11,8 +11,21 @@
 
 const fs = require('fs');
 const path = require('path');
-const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+
+// The packages, required in main once the magic cookie is checked, with a
+// clear last word on standard error when they are not installed.
+let grpc;
+let protoLoader;
+
+function requirePackages() {
+  try {
+    grpc = require('@grpc/grpc-js');
+    protoLoader = require('@grpc/proto-loader');
+  } catch (e) {
+    log(`${e.code === 'MODULE_NOT_FOUND' ? 'its packages are not installed' : e.message}: run npm ci in ${__dirname}`);
+    process.exit(1);
+  }
+}
 
 const MAGIC_COOKIE_KEY = 'FERRY_PLUGIN_MAGIC_COOKIE';
 const MAGIC_COOKIE_VALUE = 'ferry-connector-plugin';
@@ -119,6 +132,7 @@ function main() {
     log(`Ferry speaks the contract's versions ${versions}; this plugin speaks ${APP_PROTOCOL}`);
     process.exit(1);
   }
+  requirePackages();
 
   // keepCase: the proto's field names; longs as strings (seq, timestamps);
   // oneofs: a proto3 optional field (state) tells its presence in `_state`.
