@@ -1,181 +1,27 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ferryhq/ferry/broker/brokertest"
-	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connectortest"
 	"github.com/ferryhq/ferry/iggy"
-	"github.com/ferryhq/ferry/runtime"
 	"github.com/stretchr/testify/require"
 )
 
-const crashChildEnv = "FERRY_PG_CRASH_CHILD_DIR"
+// TestRuntimeChild is the runtime process the crash tests kill.
+func TestRuntimeChild(t *testing.T) { connectortest.RuntimeChild(t) }
 
-// TestRuntimeChild is the runtime process the crash tests kill with
-// SIGKILL; it does nothing unless started by one of them. It runs the
-// real runtime with the built-in registry (this package's connectors)
-// against the parent's broker.
-func TestRuntimeChild(t *testing.T) {
-	dir := os.Getenv(crashChildEnv)
-	if dir == "" {
-		t.Skip("runs only as a crash test's child process")
-	}
-	cfg, err := config.Load(filepath.Join(dir, "config.toml"), config.WithEnv(config.MapEnv(nil)))
-	require.NoError(t, err)
-	level := slog.LevelWarn
-	if os.Getenv("FERRY_PG_CRASH_DEBUG") != "" {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	rt, err := runtime.New(cfg, runtime.Options{Logger: log, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(nil))}})
-	require.NoError(t, err)
-	require.NoError(t, rt.Start(context.Background()))
-	select {} // until killed
-}
-
-// crashEnv is a runtime directory whose children connect to a broker the
-// test owns, so the topic outlives every kill.
-type crashEnv struct {
-	t      *testing.T
-	dir    string
-	addr   string
-	client *iggy.Client
-	kills  int
-}
-
-func newCrashEnv(t *testing.T, connectorTOML string) *crashEnv {
+func newCrashEnv(t *testing.T, connectorTOML string) *connectortest.CrashEnv {
 	t.Helper()
-	b := brokertest.Start(t)
-	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	cfg := fmt.Sprintf("[iggy]\naddress = %q\nusername = \"iggy\"\npassword = \"iggy\"\ncreate_missing = true\n"+
-		"[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n", b.Addr())
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "pg.toml"), []byte(connectorTOML), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := iggy.Dial(ctx, b.Addr(), iggy.WithCredentials("iggy", "iggy"))
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return &crashEnv{t: t, dir: dir, addr: b.Addr(), client: c}
-}
-
-func (e *crashEnv) start() *exec.Cmd {
-	e.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+e.dir)
-	cmd.Stderr = os.Stderr
-	require.NoError(e.t, cmd.Start())
-	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd
-}
-
-func (e *crashEnv) kill(cmd *exec.Cmd) {
-	e.t.Helper()
-	require.NoError(e.t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
-	e.kills++
-}
-
-// killLoop kills the runtime (cmd, or a new one) at random moments,
-// rounds times, then starts it for good. progress reports how much was
-// delivered and how much there was to deliver; at least one kill must
-// land mid-stream, or the test proves nothing.
-func (e *crashEnv) killLoop(cmd *exec.Cmd, rounds int, progress func() (delivered, offered int)) *exec.Cmd {
-	midStream := 0
-	for round := 0; round < rounds; round++ {
-		if cmd == nil {
-			cmd = e.start()
-		}
-		time.Sleep(time.Duration(400+rand.IntN(900)) * time.Millisecond)
-		e.kill(cmd)
-		cmd = nil
-		delivered, offered := progress()
-		if delivered > 0 && delivered < offered {
-			midStream++
-		}
-		e.t.Logf("round %d: killed the runtime with SIGKILL; %d of %d delivered; state %s", round, delivered, offered, e.state())
-	}
-	require.NotZero(e.t, midStream, "no kill landed mid-stream")
-	return e.start()
-}
-
-// state is the runtime's saved source state, for failure messages.
-func (e *crashEnv) state() string {
-	var out []byte
-	files, _ := filepath.Glob(filepath.Join(e.dir, "state", "sources", "*"))
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		if i := bytes.IndexByte(data, '{'); i >= 0 {
-			data = data[i:]
-		}
-		out = append(out, data...)
-	}
-	return string(out)
-}
-
-// feed runs fn every interval until the returned stop is called; stop
-// returns how many times fn ran.
-func feed(t *testing.T, interval time.Duration, fn func(i int) error) (stop func() int) {
-	done := make(chan struct{})
-	result := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { result <- n }()
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(interval):
-			}
-			if err := fn(n); err != nil {
-				t.Errorf("feed: %v", err)
-				return
-			}
-			n++
-		}
-	}()
-	return func() int { close(done); return <-result }
-}
-
-// topic reads every message of stream/topic partition 0.
-func (e *crashEnv) topic(stream, topic string) []iggy.Message {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out []iggy.Message
-	for {
-		r, err := e.client.PollMessages(ctx, iggy.PollRequest{
-			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic),
-			Partition: iggy.Partition(0), Strategy: iggy.AtOffset(uint64(len(out))), Count: 1000,
-		})
-		if err != nil {
-			return out // not created yet
-		}
-		if len(r.Messages) == 0 {
-			return out
-		}
-		for _, m := range r.Messages {
-			m.Payload = append([]byte(nil), m.Payload...)
-			m.Headers = nil
-			out = append(out, m)
-		}
-	}
+	return connectortest.NewCrashEnv(t, map[string]string{"pg.toml": connectorTOML})
 }
 
 func sourceTOML(plugin string) string {
@@ -206,14 +52,14 @@ func TestPollingSourceSurvivesKill(t *testing.T) {
 	e := newCrashEnv(t, sourceTOML(fmt.Sprintf("connection_string = %q\nmode = \"polling\"\ntables = [\"items\"]\n"+
 		"batch_size = %d\npoll_interval = \"20ms\"\n", db.dsn, batch)))
 	var written atomic.Int64
-	stop := feed(t, 10*time.Millisecond, func(int) error { // one writer: ids commit in order
+	stop := connectortest.Feed(t, 10*time.Millisecond, func(int) error { // one writer: ids commit in order
 		_, err := db.pool.Exec(context.Background(), `INSERT INTO items (body) SELECT 'row' FROM generate_series(1, 10)`)
 		written.Add(10)
 		return err
 	})
 	count := func() (map[int64]int, int) {
 		seen := map[int64]int{}
-		msgs := e.topic("pg", "rows")
+		msgs := e.Topic("pg", "rows")
 		for _, m := range msgs {
 			var r record
 			require.NoError(t, json.Unmarshal(m.Payload, &r))
@@ -221,8 +67,8 @@ func TestPollingSourceSurvivesKill(t *testing.T) {
 		}
 		return seen, len(msgs)
 	}
-	final := e.killLoop(nil, 5, func() (int, int) { seen, _ := count(); return len(seen), int(written.Load()) })
-	defer e.kill(final)
+	final := e.KillLoop(nil, 5, func() (int, int) { seen, _ := count(); return len(seen), int(written.Load()) })
+	defer e.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	total := stop() * 10
 	eventually(t, "every row in the topic", func() bool { seen, _ := count(); return len(seen) == total })
@@ -231,8 +77,8 @@ func TestPollingSourceSurvivesKill(t *testing.T) {
 		require.NotZero(t, seen[id], "row %d was lost", id)
 	}
 	dups := messages - total
-	t.Logf("%d rows, %d messages: %d repeats after %d kills", total, messages, dups, e.kills)
-	require.LessOrEqual(t, dups, e.kills*batch, "more than one batch repeated per kill")
+	t.Logf("%d rows, %d messages: %d repeats after %d kills", total, messages, dups, e.Kills)
+	require.LessOrEqual(t, dups, e.Kills*batch, "more than one batch repeated per kill")
 }
 
 // change is one change the writer made, as a CDC event shows it.
@@ -258,7 +104,7 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 		"batch_size = %d\nreplication_slot = %q\nreplica_identity_full = true\ncapture_operations = [\"INSERT\", \"UPDATE\", \"DELETE\"]\n",
 		db.dsn, batch, db.name)))
 
-	first := e.start()
+	first := e.Start()
 	// A slot is listed while it is still being created; it has a
 	// confirmed position once consistent. Every change from then on
 	// follows the consistent point (earlier ones are in the snapshot).
@@ -266,7 +112,7 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 		return db.count(`SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND confirmed_flush_lsn IS NOT NULL`, db.name) == 1
 	})
 	w := &changeWriter{db: db, initial: initial, next: initial + 1, version: map[int64]int64{}, rng: rand.New(rand.NewPCG(1, 2))}
-	stop := feed(t, 10*time.Millisecond, w.round)
+	stop := connectortest.Feed(t, 10*time.Millisecond, w.round)
 
 	type tally struct {
 		byID     map[[16]byte]int
@@ -276,7 +122,7 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 	}
 	count := func() tally {
 		tl := tally{byID: map[[16]byte]int{}, changes: map[change]int{}, snapshot: map[int64]bool{}}
-		for _, m := range e.topic("pg", "rows") {
+		for _, m := range e.Topic("pg", "rows") {
 			tl.messages++
 			tl.byID[m.ID]++
 			var r record
@@ -295,11 +141,11 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 		}
 		return tl
 	}
-	final := e.killLoop(first, 5, func() (int, int) {
+	final := e.KillLoop(first, 5, func() (int, int) {
 		tl := count()
 		return len(tl.snapshot) + len(tl.changes), initial + w.count()
 	})
-	defer e.kill(final)
+	defer e.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	want := w.done
@@ -322,7 +168,7 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 	for len(missing()) > 0 {
 		if time.Now().After(deadline) {
 			m := missing()
-			t.Fatalf("%d of %d changes missing, first %v; state %s; slot at %s", len(m), len(want), m[:min(10, len(m))], e.state(), slotLSN(t, db, db.name))
+			t.Fatalf("%d of %d changes missing, first %v; state %s; slot at %s", len(m), len(want), m[:min(10, len(m))], e.State(), slotLSN(t, db, db.name))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -338,8 +184,8 @@ func TestCDCSourceSurvivesKill(t *testing.T) {
 		repeats += n - 1
 	}
 	t.Logf("%d snapshot rows, %d changes, %d messages: %d repeated message ids after %d kills",
-		initial, len(want), tl.messages, repeats, e.kills)
-	require.LessOrEqual(t, repeats, e.kills*batch, "more than one batch repeated per kill")
+		initial, len(want), tl.messages, repeats, e.Kills)
+	require.LessOrEqual(t, repeats, e.Kills*batch, "more than one batch repeated per kill")
 }
 
 // changeWriter inserts, updates and deletes rows in transactions of
@@ -436,17 +282,17 @@ auto_create_table = true
 payload_format = "json"
 `, db.dsn))
 	ctx := context.Background()
-	_, err := e.client.CreateStream(ctx, "in")
+	_, err := e.Client.CreateStream(ctx, "in")
 	require.NoError(t, err)
-	_, err = e.client.CreateTopic(ctx, iggy.NamedID("in"), "events", 1)
+	_, err = e.Client.CreateTopic(ctx, iggy.NamedID("in"), "events", 1)
 	require.NoError(t, err)
 	const perSend = 40
-	stop := feed(t, 10*time.Millisecond, func(i int) error {
+	stop := connectortest.Feed(t, 10*time.Millisecond, func(i int) error {
 		msgs := make([]iggy.Message, perSend)
 		for j := range msgs {
 			msgs[j].Payload = fmt.Appendf(nil, `{"n":%d,"sql":"'); DROP TABLE sink_rows; --"}`, i*perSend+j)
 		}
-		_, err := e.client.SendMessages(ctx, iggy.NamedID("in"), iggy.NamedID("events"), iggy.ToPartition(0), msgs)
+		_, err := e.Client.SendMessages(ctx, iggy.NamedID("in"), iggy.NamedID("events"), iggy.ToPartition(0), msgs)
 		return err
 	})
 	rows := func() int {
@@ -456,13 +302,13 @@ payload_format = "json"
 		}
 		return n
 	}
-	final := e.killLoop(nil, 5, func() (int, int) { return rows(), len(e.topic("in", "events")) })
-	defer e.kill(final)
+	final := e.KillLoop(nil, 5, func() (int, int) { return rows(), len(e.Topic("in", "events")) })
+	defer e.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	total := stop() * perSend
 	eventually(t, "every message in the table", func() bool { return rows() >= total })
 	require.Equal(t, total, db.count(`SELECT count(*) FROM sink_rows`))
 	require.Equal(t, total, db.count(`SELECT count(DISTINCT (payload->>'n')::int) FROM sink_rows`))
 	require.Equal(t, total, db.count(`SELECT count(DISTINCT iggy_offset) FROM sink_rows`))
-	t.Logf("%d messages, %d rows after %d kills", total, total, e.kills)
+	t.Logf("%d messages, %d rows after %d kills", total, total, e.Kills)
 }

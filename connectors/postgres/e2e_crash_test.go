@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/ferryhq/ferry/connectors/file" // the file source, for the child runtime
+	"github.com/ferryhq/ferry/connectortest"
 )
 
 // e2eSinkTOML is a PostgreSQL sink of topic pg/rows into table e2e_rows,
@@ -107,8 +108,8 @@ batch_size = 50
 			t.Parallel()
 			db := newDB(t)
 			e := newCrashEnv(t, e2eSinkTOML(db.dsn))
-			src, write, records := tc.source(t, db, e.dir)
-			require.NoError(t, os.WriteFile(filepath.Join(e.dir, "connectors", "in.toml"), []byte(src), 0o644))
+			src, write, records := tc.source(t, db, e.Dir)
+			require.NoError(t, os.WriteFile(filepath.Join(e.Dir, "connectors", "in.toml"), []byte(src), 0o644))
 			rows := func() int {
 				var n int
 				if err := db.pool.QueryRow(context.Background(), `SELECT count(*) FROM e2e_rows`).Scan(&n); err != nil {
@@ -116,17 +117,17 @@ batch_size = 50
 				}
 				return n
 			}
-			stop := feed(t, 15*time.Millisecond, write)
-			final := e.killLoop(nil, kills, func() (int, int) { return rows(), records() })
-			defer e.kill(final)
+			stop := connectortest.Feed(t, 15*time.Millisecond, write)
+			final := e.KillLoop(nil, kills, func() (int, int) { return rows(), records() })
+			defer e.Kill(final)
 			time.Sleep(300 * time.Millisecond)
 			stop()
 			total := records()
 			eventually(t, "every record in the table", func() bool { return rows() >= total })
-			topic := len(e.topic("pg", "rows"))
+			topic := len(e.Topic("pg", "rows"))
 			require.Equal(t, total, rows(), "rows: every record once (the topic holds %d messages for %d records)", topic, total)
 			require.Equal(t, total, db.count(`SELECT count(DISTINCT payload::text) FROM e2e_rows`), "no record lost, none twice")
-			t.Logf("%d records, %d messages in the topic (%d repeated by %d kills), %d rows", total, topic, topic-total, e.kills, rows())
+			t.Logf("%d records, %d messages in the topic (%d repeated by %d kills), %d rows", total, topic, topic-total, e.Kills, rows())
 		})
 	}
 }

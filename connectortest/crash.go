@@ -1,0 +1,206 @@
+package connectortest
+
+// Kill -9 tests of a connector in the real runtime: the runtime runs in a
+// child process (the test binary itself, running the package's
+// TestRuntimeChild) against a broker the test owns, so topics outlive
+// every kill. A package that uses it defines
+//
+//	func TestRuntimeChild(t *testing.T) { connectortest.RuntimeChild(t) }
+//
+// and, in a test, writes its connector files with NewCrashEnv, feeds the
+// external system (Feed), kills the runtime at random moments (KillLoop),
+// and checks what arrived.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ferryhq/ferry/broker/brokertest"
+	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/runtime"
+)
+
+// crashChildEnv names the runtime directory of a child process.
+const crashChildEnv = "FERRY_CRASH_CHILD_DIR"
+
+// RuntimeChild is the body of a package's TestRuntimeChild: the runtime
+// process the crash tests kill with SIGKILL. It does nothing unless
+// started by CrashEnv.Start. It runs the real runtime with the built-in
+// registry (the connectors the test binary links) against the parent's
+// broker; FERRY_CRASH_DEBUG=1 logs at info.
+func RuntimeChild(t *testing.T) {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		t.Skip("runs only as a crash test's child process")
+	}
+	cfg, err := config.Load(filepath.Join(dir, "config.toml"), config.WithEnv(config.MapEnv(nil)))
+	must(t, err)
+	level := slog.LevelWarn
+	if os.Getenv("FERRY_CRASH_DEBUG") != "" {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	rt, err := runtime.New(cfg, runtime.Options{Logger: log, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(nil))}})
+	must(t, err)
+	must(t, rt.Start(context.Background()))
+	select {} // until killed
+}
+
+// CrashEnv is a runtime directory whose child processes connect to a
+// broker the test owns.
+type CrashEnv struct {
+	t *testing.T
+	// Dir holds config.toml, connectors/ and state/.
+	Dir string
+	// Client is logged in to the broker as root.
+	Client *iggy.Client
+	// Kills counts the SIGKILLs so far.
+	Kills int
+}
+
+// NewCrashEnv starts a broker and writes the runtime's configuration and
+// the connector files (file name → TOML). Streams and topics the
+// connectors name are created when missing.
+func NewCrashEnv(t *testing.T, connectors map[string]string) *CrashEnv {
+	t.Helper()
+	b := brokertest.Start(t)
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
+	cfg := fmt.Sprintf("[iggy]\naddress = %q\nusername = \"iggy\"\npassword = \"iggy\"\ncreate_missing = true\n"+
+		"[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n", b.Addr())
+	must(t, os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644))
+	e := &CrashEnv{t: t, Dir: dir}
+	for name, content := range connectors {
+		e.WriteConnector(name, content)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := iggy.Dial(ctx, b.Addr(), iggy.WithCredentials("iggy", "iggy"))
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	e.Client = c
+	return e
+}
+
+// WriteConnector writes (or replaces) a connector file.
+func (e *CrashEnv) WriteConnector(name, content string) {
+	e.t.Helper()
+	must(e.t, os.WriteFile(filepath.Join(e.Dir, "connectors", name), []byte(content), 0o644))
+}
+
+// Start starts a runtime process.
+func (e *CrashEnv) Start() *exec.Cmd {
+	e.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRuntimeChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+e.Dir)
+	cmd.Stderr = os.Stderr
+	must(e.t, cmd.Start())
+	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// Kill SIGKILLs a runtime process and waits for it.
+func (e *CrashEnv) Kill(cmd *exec.Cmd) {
+	e.t.Helper()
+	must(e.t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	e.Kills++
+}
+
+// KillLoop kills the runtime (cmd, or a new one) at random moments,
+// rounds times, then starts it for good and returns it. progress reports
+// how much was delivered and how much there was to deliver; at least one
+// kill must land mid-stream, or the test proves nothing.
+func (e *CrashEnv) KillLoop(cmd *exec.Cmd, rounds int, progress func() (delivered, offered int)) *exec.Cmd {
+	e.t.Helper()
+	midStream := 0
+	for round := 0; round < rounds; round++ {
+		if cmd == nil {
+			cmd = e.Start()
+		}
+		time.Sleep(time.Duration(400+rand.IntN(900)) * time.Millisecond)
+		e.Kill(cmd)
+		cmd = nil
+		delivered, offered := progress()
+		if delivered > 0 && delivered < offered {
+			midStream++
+		}
+		e.t.Logf("round %d: killed the runtime with SIGKILL; %d of %d delivered; state %s", round, delivered, offered, e.State())
+	}
+	if midStream == 0 {
+		e.t.Fatal("no kill landed mid-stream")
+	}
+	return e.Start()
+}
+
+// State is the runtime's saved source state, for failure messages.
+func (e *CrashEnv) State() string {
+	var out []byte
+	files, _ := filepath.Glob(filepath.Join(e.Dir, "state", "sources", "*"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if i := bytes.IndexByte(data, '{'); i >= 0 {
+			data = data[i:]
+		}
+		out = append(out, data...)
+	}
+	return string(out)
+}
+
+// Topic reads every message of stream/topic partition 0 (payloads
+// copied, headers dropped); none when the topic does not exist yet.
+func (e *CrashEnv) Topic(stream, topic string) []iggy.Message {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []iggy.Message
+	for {
+		r, err := e.Client.PollMessages(ctx, iggy.PollRequest{
+			Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic),
+			Partition: iggy.Partition(0), Strategy: iggy.AtOffset(uint64(len(out))), Count: 1000,
+		})
+		if err != nil || len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			m.Payload = append([]byte(nil), m.Payload...)
+			m.Headers = nil
+			out = append(out, m)
+		}
+	}
+}
+
+// Feed runs fn every interval until the returned stop is called; stop
+// returns how many times fn ran. An error from fn fails the test and
+// stops the feed.
+func Feed(t *testing.T, interval time.Duration, fn func(i int) error) (stop func() int) {
+	done := make(chan struct{})
+	result := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { result <- n }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(interval):
+			}
+			if err := fn(n); err != nil {
+				t.Errorf("feed: %v", err)
+				return
+			}
+			n++
+		}
+	}()
+	return func() int { close(done); return <-result }
+}
