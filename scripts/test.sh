@@ -61,6 +61,33 @@ setsid "${RMQ_AS[@]}" env HOME="$RMQ_DIR" RABBITMQ_NODENAME="ferryci$RMQ_PORT@lo
   ERL_EPMD_ADDRESS=127.0.0.1 "$RMQ_SERVER" >"$RMQ_DIR/server.out" 2>&1 &
 RMQ_PID=$!
 
+# ClickHouse for the clickhouse sink's tests (Debian's clickhouse-server),
+# on loopback ports with its data in a temp dir, as its own user; it
+# answers in about a second. Tests read FERRY_TEST_CLICKHOUSE_URL.
+CH_SERVER=$(command -v clickhouse-server || true)
+[ -n "$CH_SERVER" ] || [ ! -x /usr/sbin/clickhouse-server ] || CH_SERVER=/usr/sbin/clickhouse-server
+if [ -z "$CH_SERVER" ]; then
+  echo "== installing ClickHouse (apt-get install clickhouse-server)"
+  apt_install clickhouse-server
+  CH_SERVER=/usr/sbin/clickhouse-server
+fi
+# Plugin examples: Python (Debian's grpcio and protobuf) and Node.js
+# (@grpc/grpc-js from the npm registry, pinned by the example's lockfile).
+if ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
+  echo "== installing python3-grpcio python3-protobuf for the Python plugin example"
+  apt_install python3 python3-grpcio python3-protobuf
+fi
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "== installing nodejs npm for the Node.js plugin example"
+  apt_install nodejs npm
+fi
+command -v jq >/dev/null 2>&1 || { echo "== installing jq for the shell plugin examples"; apt_install jq; }
+if [ ! -d examples/plugins/node-source/node_modules ]; then
+  echo "== npm ci (examples/plugins/node-source)"
+  npm ci --prefix examples/plugins/node-source --no-audit --no-fund --loglevel=error
+fi
+export FERRY_REQUIRE_PLUGIN_RUNTIMES=1
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
@@ -100,6 +127,8 @@ stop_servers() {
   stop_pg
   kill -KILL -- "-$RMQ_PID" 2>/dev/null || kill -KILL "$RMQ_PID" 2>/dev/null || true
   rm -rf "$RMQ_DIR"
+  if [ -n "${CH_PID:-}" ]; then kill -KILL -- "-$CH_PID" 2>/dev/null || kill -KILL "$CH_PID" 2>/dev/null || true; fi
+  rm -rf "${CH_DIR:-}"
 }
 trap stop_servers EXIT
 chmod 755 "$PG_DIR"
@@ -136,6 +165,25 @@ done
 export FERRY_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
 export FERRY_REQUIRE_POSTGRES=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT ($PG_DIR)"
+
+CH_DIR=$(mktemp -d /tmp/ferry-clickhouse.XXXXXX)
+CH_PORT=$((20000 + RANDOM % 30000))
+go run ./internal/chtest/cmd/chconfig "$CH_DIR" "$CH_PORT" "$((CH_PORT + 1))"
+CH_AS=()
+if [ "$(id -u)" -eq 0 ] && id clickhouse >/dev/null 2>&1; then
+  chown -R clickhouse: "$CH_DIR"; chmod 755 "$CH_DIR"; CH_AS=(runuser -u clickhouse --)
+fi
+setsid "${CH_AS[@]}" "$CH_SERVER" --config-file="$CH_DIR/config.xml" >"$CH_DIR/server.out" 2>&1 &
+CH_PID=$!
+for _ in $(seq 1 300); do
+  (echo > "/dev/tcp/127.0.0.1/$CH_PORT") 2>/dev/null && break
+  kill -0 "$CH_PID" 2>/dev/null || { echo "ClickHouse exited at start:"; tail -n 20 "$CH_DIR/log/error.log" "$CH_DIR/server.out"; exit 1; }
+  sleep 0.2
+done
+(echo > "/dev/tcp/127.0.0.1/$CH_PORT") 2>/dev/null || { echo "ClickHouse did not listen on $CH_PORT"; exit 1; }
+export FERRY_TEST_CLICKHOUSE_URL="http://127.0.0.1:$CH_PORT"
+export FERRY_REQUIRE_CLICKHOUSE=1
+echo "== ClickHouse $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev/null || echo '?') on 127.0.0.1:$CH_PORT ($CH_DIR)"
 
 for _ in $(seq 1 300); do
   (echo > "/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null && break

@@ -22,6 +22,7 @@ func TestBuiltinsAreRegistered(t *testing.T) {
 		{connector.KindSink, "http"}, {connector.KindSink, "libiggy_connector_http_sink"},
 		{connector.KindSource, "file"}, {connector.KindSink, "file"},
 		{connector.KindSink, "exec"},
+		{connector.KindSink, "clickhouse"}, {connector.KindSink, "libiggy_connector_clickhouse_sink"},
 		{connector.KindSink, "rabbitmq"}, {connector.KindSink, "libiggy_connector_rabbitmq_sink"}, {connector.KindSource, "rabbitmq"},
 	} {
 		_, ok := connector.Default.Lookup(c.kind, c.path)
