@@ -54,5 +54,7 @@ const (
 )
 
 // ErrTransportNotBuilt is wrapped by the error of starting a plugin whose
-// manifest names a transport this build of Ferry does not run yet.
+// manifest names a transport this build of Ferry does not run (both
+// transports above are built; a manifest is checked against them, so
+// only a Manifest made in code can name another).
 var ErrTransportNotBuilt = fmt.Errorf("transport not available in this build")
