@@ -145,15 +145,15 @@ func (s *supervisor) call(ctx context.Context, p proc, what string, timeout time
 		return s.broken(p, fmt.Sprintf("%s failed: %s", what, p.why()))
 	default:
 	}
+	var g garbage
+	if errors.As(err, &g) { // what it said, even if it exited since
+		return s.broken(p, fmt.Sprintf("%s answered what the protocol does not allow: %v", what, g.error))
+	}
 	if exit := p.exited(); exit != "" {
 		return s.broken(p, fmt.Sprintf("its process exited (%s) during %s%s", exit, what, p.lastWords()))
 	}
 	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return s.broken(p, fmt.Sprintf("%s was not answered within call_timeout (%s): the plugin hangs", what, timeout))
-	}
-	var g garbage
-	if errors.As(err, &g) {
-		return s.broken(p, fmt.Sprintf("%s answered what the protocol does not allow: %v", what, g.error))
 	}
 	if st, ok := status.FromError(err); ok {
 		// Give an exit a moment to be seen: a broken connection is most
