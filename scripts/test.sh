@@ -60,6 +60,7 @@ setsid "${RMQ_AS[@]}" env HOME="$RMQ_DIR" RABBITMQ_NODENAME="ferryci$RMQ_PORT@lo
   RABBITMQ_CONFIG_FILE="$RMQ_DIR/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$RMQ_DIR/enabled_plugins" \
   ERL_EPMD_ADDRESS=127.0.0.1 "$RMQ_SERVER" >"$RMQ_DIR/server.out" 2>&1 &
 RMQ_PID=$!
+disown "$RMQ_PID" # killed at exit without a job report
 
 # ClickHouse for the clickhouse sink's tests (Debian's clickhouse-server),
 # on loopback ports with its data in a temp dir, as its own user; it
@@ -175,6 +176,7 @@ if [ "$(id -u)" -eq 0 ] && id clickhouse >/dev/null 2>&1; then
 fi
 setsid "${CH_AS[@]}" "$CH_SERVER" --config-file="$CH_DIR/config.xml" >"$CH_DIR/server.out" 2>&1 &
 CH_PID=$!
+disown "$CH_PID"
 for _ in $(seq 1 300); do
   (echo > "/dev/tcp/127.0.0.1/$CH_PORT") 2>/dev/null && break
   kill -0 "$CH_PID" 2>/dev/null || { echo "ClickHouse exited at start:"; tail -n 20 "$CH_DIR/log/error.log" "$CH_DIR/server.out"; exit 1; }
