@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectortest"
@@ -197,7 +198,20 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 	})
 	srv.Resume(t)
 	ch2, _ := reopen(t, srv.URL, q)
-	got := collect(t, ch2, q, len(during))
+	// The runtime restarts a sink with backoff of up to a minute, so its
+	// next try may come that long after the server is back: wait longer
+	// than that (a liveness bound).
+	var got []string
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(got) < len(during) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the outage %d of %d messages arrived: %q", len(got), len(during), got)
+		}
+		for _, d := range drain(t, ch2, q) {
+			got = append(got, string(d.Body))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for _, want := range during {
 		require.Contains(t, got, want, "nothing sent during the outage is lost")
 	}
