@@ -205,6 +205,9 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(got) < len(during) {
 		if time.Now().After(deadline) {
+			for _, info := range run.Runtime.Connectors(connector.KindSink) {
+				t.Logf("sink %s: %s, %d restarts, last error %q", info.Key, info.Status, info.Restarts, info.LastError)
+			}
 			t.Fatalf("after the outage %d of %d messages arrived: %q", len(got), len(during), got)
 		}
 		for _, d := range drain(t, ch2, q) {

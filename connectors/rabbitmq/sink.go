@@ -90,17 +90,17 @@ func (s *Sink) connect(ctx context.Context) error {
 	}
 	ch, err := conn.Channel()
 	if err != nil {
-		conn.Close()
+		closeConn(conn)
 		return connector.Unavailable(fmt.Errorf("open a channel on %s: %w", s.safeURL, err))
 	}
 	if s.declare && s.exchange != "" {
 		if err := ch.ExchangeDeclare(s.exchange, s.exchangeType, s.durable, false, false, false, nil); err != nil {
-			conn.Close()
+			closeConn(conn)
 			return fmt.Errorf("declare exchange %q (%s, durable %v) on %s: %w", s.exchange, s.exchangeType, s.durable, s.safeURL, err)
 		}
 	}
 	if err := ch.Confirm(false); err != nil {
-		conn.Close()
+		closeConn(conn)
 		return connector.Unavailable(fmt.Errorf("confirm mode on %s: %w", s.safeURL, err))
 	}
 	s.back = ch.NotifyReturn(make(chan amqp.Return, 64))
@@ -110,7 +110,7 @@ func (s *Sink) connect(ctx context.Context) error {
 
 func (s *Sink) closeLocked() {
 	if s.conn != nil {
-		_ = s.conn.Close()
+		_ = closeConn(s.conn)
 	}
 	s.conn, s.ch, s.back = nil, nil, nil
 }
@@ -337,4 +337,10 @@ func dial(ctx context.Context, url string, timeout time.Duration) (*amqp.Connect
 		}()
 		return nil, ctx.Err()
 	}
+}
+
+// closeConn closes c within 5 s: Close waits for the server's close-ok,
+// which a server that is going away may never send.
+func closeConn(c *amqp.Connection) error {
+	return c.CloseDeadline(time.Now().Add(5 * time.Second))
 }

@@ -81,11 +81,11 @@ func (s *Source) Open(ctx context.Context, _ []byte) error {
 	}
 	ch, err := conn.Channel()
 	if err != nil {
-		conn.Close()
+		closeConn(conn)
 		return fmt.Errorf("open a channel on %s: %w", s.safeURL, err)
 	}
 	fail := func(what string, err error) error {
-		conn.Close()
+		closeConn(conn)
 		return fmt.Errorf("%s on %s: %w", what, s.safeURL, err)
 	}
 	if s.declareQueue {
@@ -223,7 +223,7 @@ func (s *Source) Nack(_ context.Context, b *connector.Batch, cause error) {
 // queue.
 func (s *Source) Close(context.Context) error {
 	if s.conn != nil {
-		return s.conn.Close()
+		return closeConn(s.conn)
 	}
 	return nil
 }
