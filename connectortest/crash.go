@@ -204,3 +204,56 @@ func Feed(t *testing.T, interval time.Duration, fn func(i int) error) (stop func
 	}()
 	return func() int { close(done); return <-result }
 }
+
+// KillProcesses is a kill test of a connector's own process (a plugin)
+// under a running runtime: rounds times, it waits until pidOf(round)
+// names one process not killed before and the output has grown, and
+// SIGKILLs it. Then it waits until the output holds every line of want,
+// and fails if one is lost or more than batch lines per kill repeat.
+// output returns the lines written so far; pidOf the candidate
+// processes (the test kills only when there is exactly one).
+func KillProcesses(t *testing.T, rounds, batch int, want []string, output func() []string, pidOf func(round int) []int) {
+	t.Helper()
+	seen := map[int]bool{}
+	for k := 0; k < rounds; k++ {
+		before := len(output())
+		var pid int
+		Eventually(t, "the plugin runs again and writes", func() bool {
+			pids := pidOf(k)
+			if len(pids) != 1 || seen[pids[0]] || len(output()) <= before {
+				return false
+			}
+			pid = pids[0]
+			return true
+		})
+		if len(output()) >= len(want) {
+			t.Fatalf("the input ran out after %d kills; make it longer", k)
+		}
+		seen[pid] = true
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Eventually(t, "every line reaches the output", func() bool {
+		have := map[string]bool{}
+		for _, l := range output() {
+			have[l] = true
+		}
+		return len(have) == len(want)
+	})
+	got := output()
+	counts := map[string]int{}
+	for _, l := range got {
+		counts[l]++
+	}
+	for _, w := range want {
+		if counts[w] == 0 {
+			t.Fatalf("%s was lost", w)
+		}
+	}
+	if dups := len(got) - len(want); dups > rounds*batch {
+		t.Fatalf("%d duplicates after %d kills; want at most a batch (%d) per kill", dups, rounds, batch)
+	} else {
+		t.Logf("%d kills: %d lines, %d written twice", rounds, len(got), dups)
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -342,48 +341,8 @@ func TestPythonSinkKilled(t *testing.T) {
 		// 5 ms a message: a batch takes 50 ms, and a kill lands in one.
 		"dst.toml": pluginSink(manifest(t, "python-sink"), out, `delay = "5ms"`),
 	})
-	seen := map[int]bool{}
-	for k := 0; k < kills; k++ {
-		before := len(lines(t, out))
-		var pid int
-		connectortest.Eventually(t, "python-sink runs again and writes", func() bool {
-			pids := children("python-sink/sink.py")
-			if len(pids) != 1 || seen[pids[0]] || len(lines(t, out)) <= before {
-				return false
-			}
-			pid = pids[0]
-			return true
-		})
-		if len(lines(t, out)) >= n {
-			t.Fatalf("the input ran out after %d kills; make it longer", k)
-		}
-		seen[pid] = true
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	connectortest.Eventually(t, "every line reaches the file", func() bool {
-		have := map[string]bool{}
-		for _, l := range lines(t, out) {
-			have[l] = true
-		}
-		return len(have) == n
-	})
-	got := lines(t, out)
-	counts := map[string]int{}
-	for _, l := range got {
-		counts[l]++
-	}
-	for _, w := range want {
-		if counts[w] == 0 {
-			t.Fatalf("%s was lost", w)
-		}
-	}
-	if dups := len(got) - n; dups > kills*batch {
-		t.Fatalf("%d duplicates after %d kills; want at most a batch (%d) per kill", dups, kills, batch)
-	} else {
-		t.Logf("%d kills: %d lines, %d written twice", kills, len(got), dups)
-	}
+	connectortest.KillProcesses(t, kills, batch, want, func() []string { return lines(t, out) },
+		func(int) []int { return children("python-sink/sink.py") })
 	if i := info(rt, "sink", "dst"); i.Status != runtime.StatusRunning {
 		t.Fatalf("sink: status %s, last error %q", i.Status, i.LastError)
 	}

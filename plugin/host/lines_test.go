@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,48 +123,16 @@ func TestLinePluginsKilled(t *testing.T) {
 		"src.toml": shellSourceFile(srcM, in),
 		"dst.toml": sinkFile(snkM, out, ""),
 	}, connectortest.WithRegistry(registry()))
-	seen := map[int]bool{}
-	for k := 0; k < kills; k++ {
+	connectortest.KillProcesses(t, kills, batch, want, func() []string { return lines(t, out) }, func(k int) []int {
 		script := snkScript
 		if k >= sinkKills {
 			script = srcScript
 		}
-		before := len(lines(t, out))
-		var pid int
-		connectortest.Eventually(t, "the plugin runs again and the sink writes", func() bool {
-			pid = leaderOf(script)
-			return pid != 0 && !seen[pid] && len(lines(t, out)) > before
-		})
-		if len(lines(t, out)) >= n {
-			t.Fatalf("the input ran out after %d kills; make it longer", k)
+		if pid := leaderOf(script); pid != 0 {
+			return []int{pid}
 		}
-		seen[pid] = true
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	connectortest.Eventually(t, "every line reaches the file", func() bool {
-		have := map[string]bool{}
-		for _, l := range lines(t, out) {
-			have[l] = true
-		}
-		return len(have) == n
+		return nil
 	})
-	got := lines(t, out)
-	counts := map[string]int{}
-	for _, l := range got {
-		counts[l]++
-	}
-	for _, w := range want {
-		if counts[w] == 0 {
-			t.Fatalf("%s was lost", w)
-		}
-	}
-	if dups := len(got) - n; dups > kills*batch {
-		t.Fatalf("%d duplicates after %d kills; want at most a batch (%d) per kill", dups, kills, batch)
-	} else {
-		t.Logf("%d kills: %d lines, %d written twice", kills, len(got), dups)
-	}
 	// The last kill may have just hit the source: the runtime restarts it
 	// with backoff, so both run again.
 	for _, k := range [][2]string{{"source", "src"}, {"sink", "dst"}} {

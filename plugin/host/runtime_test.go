@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ferryhq/ferry/connectortest"
@@ -94,48 +93,8 @@ func TestSinkPluginKilledTenTimes(t *testing.T) {
 		"src.toml": sourceFile(srcM, in),
 		"dst.toml": sinkFile(snkM, out, `delay = "3ms"`),
 	}, connectortest.WithRegistry(registry()))
-	seen := map[int]bool{}
-	for k := 0; k < kills; k++ {
-		before := len(lines(t, out))
-		var pid int
-		connectortest.Eventually(t, "the sink plugin runs again and writes", func() bool {
-			pids := processesOf(snkBin)
-			if len(pids) != 1 || seen[pids[0]] || len(lines(t, out)) <= before {
-				return false
-			}
-			pid = pids[0]
-			return true
-		})
-		if len(lines(t, out)) >= n {
-			t.Fatalf("the input ran out after %d kills; make it longer", k)
-		}
-		seen[pid] = true
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	connectortest.Eventually(t, "every line reaches the file", func() bool {
-		have := map[string]bool{}
-		for _, l := range lines(t, out) {
-			have[l] = true
-		}
-		return len(have) == n
-	})
-	got := lines(t, out)
-	counts := map[string]int{}
-	for _, l := range got {
-		counts[l]++
-	}
-	for _, w := range want {
-		if counts[w] == 0 {
-			t.Fatalf("%s was lost", w)
-		}
-	}
-	if dups := len(got) - n; dups > kills*batch {
-		t.Fatalf("%d duplicates after %d kills; want at most a batch (%d) per kill", dups, kills, batch)
-	} else {
-		t.Logf("%d kills: %d lines, %d written twice", kills, len(got), dups)
-	}
+	connectortest.KillProcesses(t, kills, batch, want, func() []string { return lines(t, out) },
+		func(int) []int { return processesOf(snkBin) })
 	if i := info(rt, "sink", "dst"); i.Status != runtime.StatusRunning {
 		t.Fatalf("sink: status %s, last error %q", i.Status, i.LastError)
 	}
