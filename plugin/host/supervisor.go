@@ -140,6 +140,12 @@ func (s *supervisor) call(ctx context.Context, p proc, what string, timeout time
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		// The caller's deadline passed and gRPC saw it before ctx's timer
+		// fired (under load the timer lags): the caller's time ran out,
+		// not the plugin's.
+		return context.DeadlineExceeded
+	}
 	select {
 	case <-p.dead():
 		return s.broken(p, fmt.Sprintf("%s failed: %s", what, p.why()))
