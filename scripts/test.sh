@@ -26,52 +26,25 @@ fi
 # git: the tests of the first hour check that a run leaves a checkout clean.
 command -v git >/dev/null 2>&1 || { echo "== installing git"; apt_install git; }
 
-# RabbitMQ for the rabbitmq connector's tests: installed from Debian's
-# packages when missing and started now, in the background (it takes
-# about 10 s), as its own user on loopback ports with its data in a temp
-# dir; waited for below, after PostgreSQL. Tests read FERRY_TEST_AMQP_URL;
-# FERRY_REQUIRE_RABBITMQ=1 makes them fail rather than skip without it.
-RMQ_SERVER=$(command -v rabbitmq-server || true)
-[ -n "$RMQ_SERVER" ] || [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || RMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
-if [ -z "$RMQ_SERVER" ]; then
+# Servers the connector tests use, from Debian's packages when missing;
+# started below by internal/servertest/cmd/testservers (the code the tests
+# use to start their own), in parallel, on loopback ports with their data in
+# temp dirs, while PostgreSQL starts. Each sets FERRY_TEST_<KIND>_URL and
+# FERRY_REQUIRE_<KIND>=1 (tests fail rather than skip without it).
+SERVERS=(rabbitmq clickhouse)
+if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   echo "== installing RabbitMQ (apt-get install rabbitmq-server)"
   apt_install rabbitmq-server
-  RMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
 fi
-RMQ_DIR=$(mktemp -d /tmp/ferry-rabbitmq.XXXXXX)
-RMQ_PORT=$((20000 + RANDOM % 30000))
-RMQ_DIST=$((RMQ_PORT + 1))
-chmod 755 "$RMQ_DIR"
-cat > "$RMQ_DIR/rabbitmq.conf" <<CONF
-listeners.tcp.default = 127.0.0.1:$RMQ_PORT
-loopback_users = none
-log.console = false
-log.file.level = warning
-max_message_size = 1048576
-CONF
-RMQ_AS=()
-if [ "$(id -u)" -eq 0 ] && id rabbitmq >/dev/null 2>&1; then
-  chown -R rabbitmq: "$RMQ_DIR"; RMQ_AS=(runuser -u rabbitmq --)
-fi
-# setsid: the server, Erlang and their children form one process group,
-# killed together at exit.
-setsid "${RMQ_AS[@]}" env HOME="$RMQ_DIR" RABBITMQ_NODENAME="ferryci$RMQ_PORT@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
-  RABBITMQ_DIST_PORT="$RMQ_DIST" RABBITMQ_MNESIA_BASE="$RMQ_DIR/mnesia" RABBITMQ_LOG_BASE="$RMQ_DIR/log" \
-  RABBITMQ_CONFIG_FILE="$RMQ_DIR/rabbitmq.conf" RABBITMQ_ENABLED_PLUGINS_FILE="$RMQ_DIR/enabled_plugins" \
-  ERL_EPMD_ADDRESS=127.0.0.1 "$RMQ_SERVER" >"$RMQ_DIR/server.out" 2>&1 &
-RMQ_PID=$!
-disown "$RMQ_PID" # killed at exit without a job report
-
-# ClickHouse for the clickhouse sink's tests (Debian's clickhouse-server),
-# on loopback ports with its data in a temp dir, as its own user; it
-# answers in about a second. Tests read FERRY_TEST_CLICKHOUSE_URL.
-CH_SERVER=$(command -v clickhouse-server || true)
-[ -n "$CH_SERVER" ] || [ ! -x /usr/sbin/clickhouse-server ] || CH_SERVER=/usr/sbin/clickhouse-server
-if [ -z "$CH_SERVER" ]; then
+if ! command -v clickhouse-server >/dev/null 2>&1 && [ ! -x /usr/sbin/clickhouse-server ]; then
   echo "== installing ClickHouse (apt-get install clickhouse-server)"
   apt_install clickhouse-server
-  CH_SERVER=/usr/sbin/clickhouse-server
 fi
+SRV_DIR=$(mktemp -d /tmp/ferry-servers.XXXXXX)
+go build -o "$SRV_DIR/testservers" ./internal/servertest/cmd/testservers
+( "$SRV_DIR/testservers" -env "$SRV_DIR/env" "${SERVERS[@]}" 2>"$SRV_DIR/err"; echo $? > "$SRV_DIR/rc" ) &
+SRV_PID=$!
+
 # Plugin examples: Python (Debian's grpcio and protobuf) and Node.js
 # (@grpc/grpc-js from the npm registry, pinned by the example's lockfile).
 if ! /usr/bin/python3 -c 'import grpc, google.protobuf' >/dev/null 2>&1; then
@@ -126,10 +99,9 @@ stop_pg() {
 }
 stop_servers() {
   stop_pg
-  kill -KILL -- "-$RMQ_PID" 2>/dev/null || kill -KILL "$RMQ_PID" 2>/dev/null || true
-  rm -rf "$RMQ_DIR"
-  if [ -n "${CH_PID:-}" ]; then kill -KILL -- "-$CH_PID" 2>/dev/null || kill -KILL "$CH_PID" 2>/dev/null || true; fi
-  rm -rf "${CH_DIR:-}"
+  pkill -TERM -P "$SRV_PID" 2>/dev/null || true
+  for _ in $(seq 1 100); do [ -e "$SRV_DIR/rc" ] && break; sleep 0.1; done
+  rm -rf "$SRV_DIR"
 }
 trap stop_servers EXIT
 chmod 755 "$PG_DIR"
@@ -167,35 +139,12 @@ export FERRY_TEST_POSTGRES_DSN="postgres://postgres@127.0.0.1:$PG_PORT/postgres?
 export FERRY_REQUIRE_POSTGRES=1
 echo "== PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT ($PG_DIR)"
 
-CH_DIR=$(mktemp -d /tmp/ferry-clickhouse.XXXXXX)
-CH_PORT=$((20000 + RANDOM % 30000))
-go run ./internal/chtest/cmd/chconfig "$CH_DIR" "$CH_PORT" "$((CH_PORT + 1))"
-CH_AS=()
-if [ "$(id -u)" -eq 0 ] && id clickhouse >/dev/null 2>&1; then
-  chown -R clickhouse: "$CH_DIR"; chmod 755 "$CH_DIR"; CH_AS=(runuser -u clickhouse --)
+for _ in $(seq 1 1200); do [ -e "$SRV_DIR/env" ] || [ -e "$SRV_DIR/rc" ] && break; sleep 0.1; done
+if [ ! -e "$SRV_DIR/env" ]; then
+  echo "servers did not start:"; cat "$SRV_DIR/err"; exit 1
 fi
-setsid "${CH_AS[@]}" "$CH_SERVER" --config-file="$CH_DIR/config.xml" >"$CH_DIR/server.out" 2>&1 &
-CH_PID=$!
-disown "$CH_PID"
-for _ in $(seq 1 300); do
-  (echo > "/dev/tcp/127.0.0.1/$CH_PORT") 2>/dev/null && break
-  kill -0 "$CH_PID" 2>/dev/null || { echo "ClickHouse exited at start:"; tail -n 20 "$CH_DIR/log/error.log" "$CH_DIR/server.out"; exit 1; }
-  sleep 0.2
-done
-(echo > "/dev/tcp/127.0.0.1/$CH_PORT") 2>/dev/null || { echo "ClickHouse did not listen on $CH_PORT"; exit 1; }
-export FERRY_TEST_CLICKHOUSE_URL="http://127.0.0.1:$CH_PORT"
-export FERRY_REQUIRE_CLICKHOUSE=1
-echo "== ClickHouse $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev/null || echo '?') on 127.0.0.1:$CH_PORT ($CH_DIR)"
-
-for _ in $(seq 1 300); do
-  (echo > "/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null && break
-  kill -0 "$RMQ_PID" 2>/dev/null || { echo "RabbitMQ exited at start:"; tail -n 20 "$RMQ_DIR/server.out"; exit 1; }
-  sleep 0.3
-done
-(echo > "/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null || { echo "RabbitMQ did not listen on $RMQ_PORT:"; tail -n 20 "$RMQ_DIR/server.out"; exit 1; }
-export FERRY_TEST_AMQP_URL="amqp://guest:guest@127.0.0.1:$RMQ_PORT/"
-export FERRY_REQUIRE_RABBITMQ=1
-echo "== RabbitMQ $(dpkg-query -W -f='${Version}' rabbitmq-server 2>/dev/null || echo '?') on 127.0.0.1:$RMQ_PORT ($RMQ_DIR)"
+. "$SRV_DIR/env"
+echo "== servers: $(grep -o 'FERRY_TEST_[A-Z0-9_]*=[^ ]*' "$SRV_DIR/env" | tr -d "'" | tr '\n' ' ')"
 
 echo "== go vet"
 go vet ./...

@@ -1,74 +1,43 @@
-// Package chtest gives tests a real ClickHouse: the server named by
-// FERRY_TEST_CLICKHOUSE_URL (scripts/test.sh starts one), or else a
-// throwaway server of its own (Debian's clickhouse-server on a free
-// loopback port, in a temporary directory, as the clickhouse user when
-// the caller is root), one per test binary. When none can be had, tests
-// are skipped with the reason, unless FERRY_REQUIRE_CLICKHOUSE=1 (set by
-// scripts/test.sh), in which case they fail. Tests keep apart by their
-// own databases (Database).
+// Package chtest gives tests a real ClickHouse (Debian's
+// clickhouse-server), through servertest: the server scripts/test.sh
+// started (FERRY_TEST_CLICKHOUSE_URL), or one the test binary starts for
+// itself; FERRY_REQUIRE_CLICKHOUSE=1 turns a skip for want of it into a
+// failure. Tests keep apart by their own databases (Database).
 //
 //	func TestMain(m *testing.M) { chtest.Main(m) }
 package chtest
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ferryhq/ferry/internal/servertest"
 )
 
-// Server is a ClickHouse server run from a temporary directory.
-type Server struct {
-	URL  string // the HTTP interface, user default without a password
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+// Server is the ClickHouse kind of test server.
+var Server = &servertest.Server{
+	Name:       "ClickHouse",
+	URLEnv:     "FERRY_TEST_CLICKHOUSE_URL",
+	RequireEnv: "FERRY_REQUIRE_CLICKHOUSE",
+	Start:      start,
 }
 
-var (
-	shared     *Server
-	sharedErr  error
-	sharedOnce sync.Once
-	dbs        atomic.Int64
-)
+var dbs atomic.Int64
 
 // Main runs the tests and stops a server they started.
-func Main(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		shared.Stop()
-	}
-	os.Exit(code)
-}
+func Main(m *testing.M) { servertest.Main(m, Server) }
 
-// URL returns the HTTP URL of the shared test server.
-func URL(tb testing.TB) string {
-	tb.Helper()
-	if u := os.Getenv("FERRY_TEST_CLICKHOUSE_URL"); u != "" {
-		return u
-	}
-	sharedOnce.Do(func() { shared, sharedErr = Start() })
-	if sharedErr != nil {
-		if os.Getenv("FERRY_REQUIRE_CLICKHOUSE") == "1" {
-			tb.Fatalf("ClickHouse is required (FERRY_REQUIRE_CLICKHOUSE=1) but unavailable: %v", sharedErr)
-		}
-		tb.Skipf("no ClickHouse: %v", sharedErr)
-	}
-	return shared.URL
-}
+// URL returns the HTTP URL of the shared test server (user default, no
+// password).
+func URL(tb testing.TB) string { tb.Helper(); return Server.URL(tb) }
 
 // Database creates a database only the calling test uses and returns
 // its name; it is dropped when the test ends.
@@ -95,28 +64,6 @@ func Query(base, query string) (string, error) {
 		return "", fmt.Errorf("%s: %d %s", query, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	return string(b), nil
-}
-
-// FindServer returns the clickhouse-server binary.
-func FindServer() (string, error) {
-	if p := os.Getenv("FERRY_CLICKHOUSE_SERVER"); p != "" {
-		return p, nil
-	}
-	for _, p := range []string{"clickhouse-server", "/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"} {
-		if q, err := exec.LookPath(p); err == nil {
-			return q, nil
-		}
-	}
-	return "", errors.New("clickhouse-server not found: install it (Debian: apt-get install clickhouse-server) or set FERRY_CLICKHOUSE_SERVER")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Config writes a server configuration for dir and the two ports.
@@ -156,79 +103,50 @@ func Config(dir string, httpPort, tcpPort int) error {
 	return os.WriteFile(filepath.Join(dir, "users.xml"), []byte(users), 0o644)
 }
 
-// Start starts a server on free loopback ports and waits until it answers.
-func Start() (*Server, error) {
-	bin, err := FindServer()
+// start runs clickhouse-server on free loopback ports and waits until it
+// answers.
+func start() (*servertest.Process, string, error) {
+	bin, err := servertest.Find("FERRY_CLICKHOUSE_SERVER", "clickhouse-server", "/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server")
 	if err != nil {
-		return nil, err
+		return nil, "", fmt.Errorf("%w; Debian: apt-get install clickhouse-server", err)
 	}
-	dir, err := os.MkdirTemp("", "ferry-clickhouse-")
+	dir, err := servertest.TempDir("clickhouse")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	httpPort, err := freePort()
+	httpPort, err := servertest.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	tcpPort, err := freePort()
+	tcpPort, err := servertest.FreePort()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := Config(dir, httpPort, tcpPort); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	args := []string{bin, "--config-file=" + filepath.Join(dir, "config.xml")}
-	if os.Geteuid() == 0 {
-		if u, err := user.Lookup("clickhouse"); err == nil {
-			uid, _ := strconv.Atoi(u.Uid)
-			gid, _ := strconv.Atoi(u.Gid)
-			_ = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-				if err == nil {
-					_ = os.Lchown(p, uid, gid)
-				}
-				return nil
-			})
-			_ = os.Chmod(dir, 0o755)
-			args = append([]string{"runuser", "-u", "clickhouse", "--"}, args...)
-		}
-	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dir: dir, done: make(chan struct{})}
-	s.cmd = exec.Command(args[0], args[1:]...)
-	out, err := os.Create(filepath.Join(dir, "server.out"))
-	if err != nil {
-		return nil, err
-	}
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	go func() { _ = s.cmd.Wait(); out.Close(); close(s.done) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			b, _ := os.ReadFile(filepath.Join(dir, "log", "error.log"))
-			return nil, fmt.Errorf("clickhouse-server exited at start: %s", strings.TrimSpace(string(b)))
-		default:
-		}
-		if resp, err := http.Get(s.URL + "/ping"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	p, err := servertest.Start(servertest.Command{
+		Args:    []string{bin, "--config-file=" + filepath.Join(dir, "config.xml")},
+		Dir:     dir,
+		User:    "clickhouse",
+		Log:     "log/error.log",
+		Timeout: 60 * time.Second,
+		Ready: func() error {
+			resp, err := http.Get(base + "/ping")
+			if err != nil {
+				return err
 			}
-		}
-		time.Sleep(100 * time.Millisecond)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("ping: %s", resp.Status)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", err
 	}
-	s.Stop()
-	return nil, fmt.Errorf("clickhouse-server did not answer on %s within 60s", s.URL)
-}
-
-// Stop stops the server and removes its directory.
-func (s *Server) Stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
-	os.RemoveAll(s.dir)
+	return p, base, nil
 }
