@@ -32,6 +32,22 @@ command -v git >/dev/null 2>&1 || { echo "== installing git"; apt_install git; }
 # temp dirs, while PostgreSQL starts. Each sets FERRY_TEST_<KIND>_URL and
 # FERRY_REQUIRE_<KIND>=1 (tests fail rather than skip without it).
 SERVERS=(rabbitmq clickhouse)
+# Servers written in Go, built from the Go module proxy once per version
+# (about a minute each on 2 cores) into a cache of their own, in the
+# background while the rest is installed; their paths go to the tests in
+# FERRY_<NAME>_SERVER.
+SRV_CACHE="${FERRY_SERVER_CACHE:-$(go env GOPATH)/ferry-test-servers}"
+go_server() { # go_server NAME MODULE/cmd/BIN@VERSION
+  local name=$1 pkg=$2 bin dir
+  bin=$(basename "${pkg%@*}"); dir="$SRV_CACHE/$bin-${pkg##*@}"
+  export "FERRY_${name}_SERVER=$dir/$bin"
+  [ -x "$dir/$bin" ] && return 0
+  echo "== building $bin (go install $pkg)"
+  mkdir -p "$dir"
+  ( GOBIN="$dir.tmp" GOFLAGS=-buildvcs=false go install "$pkg" >"$dir.log" 2>&1 && mv "$dir.tmp/$bin" "$dir/$bin" && rm -rf "$dir.tmp" ) &
+  GO_SERVER_BUILDS+=($!)
+}
+GO_SERVER_BUILDS=()
 if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   echo "== installing RabbitMQ (apt-get install rabbitmq-server)"
   apt_install rabbitmq-server
@@ -40,6 +56,9 @@ if ! command -v clickhouse-server >/dev/null 2>&1 && [ ! -x /usr/sbin/clickhouse
   echo "== installing ClickHouse (apt-get install clickhouse-server)"
   apt_install clickhouse-server
 fi
+for pid in "${GO_SERVER_BUILDS[@]}"; do
+  wait "$pid" || { echo "building a test server failed:"; tail -n 20 "$SRV_CACHE"/*.log; exit 1; }
+done
 SRV_DIR=$(mktemp -d /tmp/ferry-servers.XXXXXX)
 go build -o "$SRV_DIR/testservers" ./internal/servertest/cmd/testservers
 ( "$SRV_DIR/testservers" -env "$SRV_DIR/env" "${SERVERS[@]}" 2>"$SRV_DIR/err"; echo $? > "$SRV_DIR/rc" ) &
