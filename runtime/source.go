@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,20 @@ type sourceRun struct {
 	// pollStuck is set when a Poll did not return after cancellation; the
 	// source is then not closed (Close must not run beside a Poll).
 	pollStuck bool
+	// failedMu guards failed: the messages of each prepared batch that a
+	// transform failed, from the poller to the deliverer.
+	failedMu sync.Mutex
+	failed   map[*connector.Batch][]transformFailure
+}
+
+// transformFailure is a polled message a transform failed: it goes to the
+// dead-letter topic of every stream of the source, as a message no stream
+// can take (on_error decides, as for a message that does not convert).
+type transformFailure struct {
+	msg    connector.Message // as the source polled it
+	schema connector.Schema  // the polled batch's
+	index  int               // in the polled batch
+	err    error
 }
 
 // output is one [[streams]] entry of a source.
@@ -257,7 +272,8 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 // prepare applies the transforms (one call per batch for a batch
 // transform such as wasm) and drops filtered messages. The batch's Schema
 // becomes the schema after the transforms (a *_convert transform changes
-// it). A message a transform fails fails the batch.
+// it). A message a transform fails is kept aside, as it was polled, for
+// the dead-letter path (see failures).
 func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 	if b.Schema == "" {
 		b.Schema = connector.SchemaJSON
@@ -267,12 +283,29 @@ func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 	}
 	res := r.chain.ApplyBatch(ctx, b.Messages, b.Schema)
 	if len(res.Failed) > 0 {
-		f := res.Failed[0]
-		return fmt.Errorf("message %d of a polled batch: %w", f.Index, f.Err)
+		failed := make([]transformFailure, len(res.Failed))
+		for k, f := range res.Failed {
+			failed[k] = transformFailure{msg: b.Messages[f.Index], schema: b.Schema, index: f.Index, err: f.Err}
+		}
+		r.failedMu.Lock()
+		if r.failed == nil {
+			r.failed = map[*connector.Batch][]transformFailure{}
+		}
+		r.failed[b] = failed
+		r.failedMu.Unlock()
 	}
 	r.m.metrics.filtered.Add(float64(res.Filtered))
 	b.Messages, b.Schema = res.Messages, res.Schema
 	return nil
+}
+
+// failures takes the transform failures of a prepared batch.
+func (r *sourceRun) failures(b *connector.Batch) []transformFailure {
+	r.failedMu.Lock()
+	defer r.failedMu.Unlock()
+	f := r.failed[b]
+	delete(r.failed, b)
+	return f
 }
 
 // gather merges the batches that arrive within the linger time, up to
@@ -334,6 +367,7 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	for _, b := range batches {
 		d.starts = append(d.starts, len(d.msgs))
 		d.msgs = append(d.msgs, b.Messages...)
+		d.failed = append(d.failed, r.failures(b)...)
 		if b.State != nil {
 			st = b.State
 		}

@@ -15,9 +15,10 @@ import (
 	"github.com/ferryhq/ferry/iggy/header"
 )
 
-// A source message that cannot be sent to one of its streams (it does not
-// convert to the stream's schema, or Iggy would refuse it) is rejected for
-// that stream, and the stream's on_error decides: "dead_letter" sends it to
+// A source message that cannot be sent to one of its streams (a transform
+// failed it, it does not convert to the stream's schema, or Iggy would
+// refuse it) is rejected for that stream (for every stream, when a
+// transform failed it), and the stream's on_error decides: "dead_letter" sends it to
 // the stream's dead-letter topic, with the reason, and the rest of the
 // batch on; "stop" sends nothing of the batch and ends the run with an
 // error naming the message. Dead letters are sent with the batch, before
@@ -30,10 +31,25 @@ type delivery struct {
 	msgs   []connector.Message
 	schema connector.Schema
 	starts []int // where each polled batch's messages start in msgs
+	// failed are the messages a transform failed; in rejections they
+	// follow msgs: index len(msgs)+k is failed[k].
+	failed []transformFailure
 }
 
-// sourceIndex is the index of msgs[j] in the batch the source polled.
+// message is the j-th message of d: of msgs, then of failed.
+func (d *delivery) message(j int) *connector.Message {
+	if j >= len(d.msgs) {
+		return &d.failed[j-len(d.msgs)].msg
+	}
+	return &d.msgs[j]
+}
+
+// sourceIndex is the index of the j-th message of d in the batch the
+// source polled.
 func (d *delivery) sourceIndex(j int) int {
+	if j >= len(d.msgs) {
+		return d.failed[j-len(d.msgs)].index
+	}
 	k, found := slices.BinarySearch(d.starts, j)
 	if !found {
 		k--
@@ -45,7 +61,7 @@ func (d *delivery) sourceIndex(j int) int {
 // when the source gave one, its position in the source.
 func (d *delivery) describe(j int) string {
 	s := fmt.Sprintf("message %d of the polled batch", d.sourceIndex(j))
-	if p := position(&d.msgs[j]); p != "" {
+	if p := position(d.message(j)); p != "" {
 		s += " (" + p + ")"
 	}
 	return s
@@ -101,12 +117,20 @@ type stamp struct {
 // configuration, not a message, that is wrong.
 func (r *sourceRun) encode(d *delivery) (*encoded, error) {
 	e := &encoded{outs: make([][]iggy.Message, len(r.outputs))}
-	if len(d.msgs) == 0 {
+	if len(d.msgs) == 0 && len(d.failed) == 0 {
 		return e, nil
 	}
-	stamps := make([]stamp, len(d.msgs))
+	stamps := make([]stamp, len(d.msgs)+len(d.failed))
 	var rejected []rejection
+	for i := range r.outputs {
+		for k, f := range d.failed {
+			rejected = append(rejected, rejection{len(d.msgs) + k, i, f.err})
+		}
+	}
 	for i, o := range r.outputs {
+		if len(d.msgs) == 0 {
+			break
+		}
 		conv, err := o.converter(d.schema)
 		if err != nil {
 			return nil, fmt.Errorf("a batch cannot be sent to stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)
@@ -242,12 +266,16 @@ func (e reasonError) Unwrap() error { return e.error }
 // message cannot be dead-lettered, and the error says so.
 func (r *sourceRun) deadLetterOf(d *delivery, rj rejection, st stamp, now connector.Header) (iggy.Message, error) {
 	o := r.outputs[rj.out]
-	m := d.msgs[rj.index]
+	m := *d.message(rj.index)
+	schema := d.schema
+	if rj.index >= len(d.msgs) {
+		schema = d.failed[rj.index-len(d.msgs)].schema
+	}
 	dl, err := letter(&m, []connector.Header{
 		connector.StringHeader(HeaderDLQStream, o.cfg.Stream),
 		connector.StringHeader(HeaderDLQTopic, o.cfg.Topic),
 		header.New(HeaderDLQSourceIndex, header.Uint32Value(uint32(d.sourceIndex(rj.index)))),
-		connector.StringHeader(HeaderDLQSchema, string(d.schema)),
+		connector.StringHeader(HeaderDLQSchema, string(schema)),
 		dlqError(rj.err), o.dlq.connectorHeader(), now,
 	})
 	if err == nil {
@@ -289,7 +317,7 @@ func (r *sourceRun) logDeadLetters(d *delivery, e *encoded) {
 		}
 		o := r.outputs[rj.out]
 		args := []any{"index", d.sourceIndex(rj.index)}
-		if p := position(&d.msgs[rj.index]); p != "" {
+		if p := position(d.message(rj.index)); p != "" {
 			args = append(args, "position", p)
 		}
 		r.m.log.Warn("message sent to the dead-letter topic", append(args, "stream", o.cfg.Stream, "topic", o.cfg.Topic,

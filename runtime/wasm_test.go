@@ -170,3 +170,69 @@ trigger = '"n":7}'
 		})
 	}
 }
+
+// A module stopped by its limit on a source: the messages of the call go
+// to the source's dead-letter topic, as polled, with the reason; the rest
+// reaches the stream and the source keeps running (upstream's rule: a
+// transform's error goes to the dead-letter path).
+func TestWasmFailureOnASourceIsDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 20, batch: 5}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1)+`
+[transforms.wasm]
+module = "guest.wasm"
+function = "spin"
+timeout = "300ms"
+[transforms.wasm.config]
+trigger = '"n":7}'
+`)
+	rt := e.start()
+	var sent, dead []iggy.Message
+	eventually(t, "every message in s/t or dead-lettered", func() bool {
+		sent, dead = topicMessages(t, rt, "s", "t"), topicMessages(t, rt, "s", "numbers_dead_letter")
+		return len(sent)+len(dead) >= 20
+	})
+	got := map[uint64]string{}
+	for _, m := range sent {
+		var v struct{ N uint64 }
+		require.NoError(t, json.Unmarshal(m.Payload, &v))
+		got[v.N] = "sent"
+	}
+	for _, m := range dead {
+		var v struct{ N uint64 }
+		require.NoError(t, json.Unmarshal(m.Payload, &v), "the payload as polled")
+		h := headersOf(t, m)
+		require.True(t, strings.HasPrefix(h[HeaderDLQError], "transform wasm: wasm module ran past its timeout (300ms)"), h[HeaderDLQError])
+		require.Equal(t, "numbers", h[HeaderDLQConnector])
+		require.Equal(t, "json", h[HeaderDLQSchema])
+		require.NotContains(t, got, v.N, "message %d both sent and dead-lettered", v.N)
+		got[v.N] = "dead"
+	}
+	require.Len(t, got, 20, "every message once")
+	require.Equal(t, "dead", got[7])
+	require.Len(t, dead, 5, "the five messages of the call the module failed")
+	i := sourceStatus(rt, "numbers")
+	require.Equal(t, StatusRunning, i.Status, i.LastError)
+}
+
+// With on_error = "stop", the failed call stops the source before its
+// batch is sent, naming the message and the reason.
+func TestWasmFailureOnASourceStopsWithOnErrorStop(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 20, batch: 5}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1)+`on_error = "stop"
+[transforms.wasm]
+module = "guest.wasm"
+function = "spin"
+timeout = "300ms"
+[transforms.wasm.config]
+trigger = '"n":7}'
+`)
+	rt := e.start()
+	eventually(t, "source in Error", func() bool { return sourceStatus(rt, "numbers").Status == StatusError })
+	i := sourceStatus(rt, "numbers")
+	require.Contains(t, i.LastError, "cannot be sent to stream s/t: transform wasm: wasm module ran past its timeout")
+	require.Empty(t, topicMessages(t, rt, "s", "numbers_dead_letter"))
+}
