@@ -119,7 +119,7 @@ func TestHostileNamesAndPayloads(t *testing.T) {
 	}
 	b := &connector.SinkBatch{Stream: `str eam,=x`, Topic: `to"pic\q`, Messages: msgs}
 	err := s.Consume(context.Background(), b)
-	unwritable := map[string]bool{"multi\nline": true, "cr\rx": true, `trailing\`: true, `\\`: true, `\ `: true}
+	unwritable := map[string]bool{`\x\,y`: true, "multi\nline": true, "cr\rx": true, `trailing\`: true, `\\`: true, `\ `: true}
 	var per connector.MessageErrors
 	require.ErrorAs(t, err, &per)
 	for i, h := range hostile {
