@@ -1,0 +1,102 @@
+package influxdb
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferryhq/ferry/connectortest"
+	"github.com/ferryhq/ferry/internal/influxtest"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/ferryhq/ferry/connectors/file" // the file source and sink, for the crash tests' child runtime
+)
+
+// TestRuntimeChild is the runtime process the crash tests kill.
+func TestRuntimeChild(t *testing.T) { connectortest.RuntimeChild(t) }
+
+// Ten kill -9 of the runtime mid-stream, file source → Iggy → InfluxDB:
+// every record arrives, and exactly once, since a batch written again
+// overwrites its own points (same offset tag, same Iggy timestamp).
+func TestSinkEveryRecordOnceAcrossKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-kill test")
+	}
+	t.Parallel()
+	url := influxtest.URL(t)
+	db := influxtest.Database(t, url)
+	input := t.TempDir() + "/in.ndjson"
+	sink := strings.Replace(upstreamSinkTOML(url, db, "", ""), "batch_length = 100", "batch_length = 50", 1)
+	e := connectortest.NewCrashEnv(t, map[string]string{
+		"influx.toml": sink,
+		"in.toml": fmt.Sprintf(`type = "source"
+key = "in"
+path = "file"
+[[streams]]
+stream = "metrics"
+topic = "cpu"
+schema = "json"
+batch_length = 50
+linger_time = "0ms"
+[plugin_config]
+paths = [%q]
+follow = true
+poll_interval = "10ms"
+batch_size = 50
+`, input),
+	})
+	var mu sync.Mutex
+	n := 0
+	write := func(int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		var b strings.Builder
+		for range 10 {
+			fmt.Fprintf(&b, `{"n":%d}`+"\n", n)
+			n++
+		}
+		return appendFile(input, b.String())
+	}
+	points := func() []string {
+		out, err := influxtest.Query(url, db, "SELECT payload_json FROM cpu_metrics")
+		if err != nil {
+			return nil
+		}
+		_ = out
+		return column(selectAll(t, url, db, "payload_json"), "payload_json")
+	}
+	stop := connectortest.Feed(t, 15*time.Millisecond, write)
+	final := e.KillLoop(nil, 10, func() (int, int) { mu.Lock(); defer mu.Unlock(); return len(unique(points())), n })
+	defer e.Kill(final)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	mu.Lock()
+	total := n
+	mu.Unlock()
+	connectortest.Eventually(t, "every record in InfluxDB", func() bool { return len(unique(points())) >= total })
+	got := points()
+	seen := map[string]int{}
+	for _, p := range got {
+		seen[p]++
+	}
+	for i := range total {
+		require.Equal(t, 1, seen[fmt.Sprintf(`{"n":%d}`, i)], "record %d", i)
+	}
+	require.Len(t, got, total, "every record once")
+	t.Logf("%d records, %d points, %d kills", total, len(got), e.Kills)
+}
+
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
