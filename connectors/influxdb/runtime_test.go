@@ -186,3 +186,23 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// readTopic returns the payloads of stream/topic partition 0.
+func readTopic(t *testing.T, addr, stream, topic string) []string {
+	t.Helper()
+	admin, err := iggy.Dial(context.Background(), addr, iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	var out []string
+	for {
+		r, err := admin.PollMessages(context.Background(), iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NumericID(1)),
+			Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic), Partition: iggy.Partition(0),
+			Strategy: iggy.AtOffset(uint64(len(out))), Count: 1000})
+		if err != nil || len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out = append(out, string(m.Payload))
+		}
+	}
+}
