@@ -170,3 +170,71 @@ poll_interval = "20ms"
 	})
 	require.Equal(t, want, got)
 }
+
+// An S3 server that is down for a while: the source retries, and every
+// line put before, during (on the server's disk, as it comes back) and
+// after the outage reaches Iggy.
+func TestSourceSurvivesAServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and stops a server of its own")
+	}
+	t.Parallel()
+	srv := s3test.Private(t)
+	bucket := srv.Bucket(t)
+	f := &feeder{c: srv.Client(t), bucket: bucket, prefix: "in/"}
+	want := f.put(t, 5)
+	run := connectortest.Start(t, map[string]string{"in.toml": fmt.Sprintf(`type = "source"
+key = "from_s3"
+path = "s3"
+[[streams]]
+stream = "s"
+topic = "t"
+schema = "json"
+linger_time = "0ms"
+[plugin_config]
+bucket = %q
+region = "us-east-1"
+endpoint = %q
+access_key_id = %q
+secret_access_key = %q
+prefix = "in/"
+poll_interval = "20ms"
+`, bucket, srv.Endpoint, srv.AccessKey, srv.Secret)})
+	admin, err := iggy.Dial(context.Background(), run.Runtime.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer admin.Close()
+	inIggy := func() []string {
+		r, err := admin.PollMessages(context.Background(), iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NumericID(1)),
+			Stream: iggy.NamedID("s"), Topic: iggy.NamedID("t"), Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100})
+		if err != nil {
+			return nil
+		}
+		var out []string
+		for _, m := range r.Messages {
+			out = append(out, string(m.Payload))
+		}
+		return out
+	}
+	connectortest.Eventually(t, "5 messages", func() bool { return len(inIggy()) == 5 })
+	srv.Halt()
+	connectortest.Eventually(t, "the source to notice the outage", func() bool {
+		for _, info := range run.Runtime.Connectors(connector.KindSource) {
+			if info.LastError != "" {
+				return true
+			}
+		}
+		return false
+	})
+	srv.Resume(t)
+	want = append(want, f.put(t, 6)...)
+	var got []string
+	deadline := time.Now().Add(3 * time.Minute) // past the runtime's longest backoff
+	for len(got) < len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the outage %d of %d messages arrived", len(got), len(want))
+		}
+		time.Sleep(50 * time.Millisecond)
+		got = inIggy()
+	}
+	require.Equal(t, want, got, "every line once, in order")
+}
