@@ -101,7 +101,8 @@ func (s *Sink) Open(ctx context.Context) error {
 
 // connect makes a client and pings the server with it.
 func connect(ctx context.Context, uri string, poolSize int) (*mongo.Client, error) {
-	opts := options.Client().ApplyURI(uri).SetServerSelectionTimeout(15 * time.Second).SetConnectTimeout(10 * time.Second)
+	// Defaults first: what the URI sets (serverSelectionTimeoutMS ...) wins.
+	opts := options.Client().SetServerSelectionTimeout(15 * time.Second).SetConnectTimeout(10 * time.Second).ApplyURI(uri)
 	if poolSize > 0 {
 		opts.SetMaxPoolSize(uint64(poolSize))
 	}
