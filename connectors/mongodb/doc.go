@@ -98,9 +98,10 @@
 // or holding a dot anywhere in a document (MongoDB takes them below the
 // top level), nested arrays and NUL in strings, so such payloads are
 // dead-lettered on FerretDB and written on MongoDB; its SQLite backend
-// fails a whole insert with an internal error on a key holding a double
-// quote (the runtime then isolates that message and dead-letters it);
-// it does not enforce maxBsonObjectSize or the nesting limit on insert
+// fails a whole insert ("malformed JSON") over a top-level key holding a
+// double quote (seen in the source's tests; the sink writes no top-level
+// key from a message, and such an error is not Unavailable, so the
+// runtime would isolate the message); it does not enforce maxBsonObjectSize or the nesting limit on insert
 // (the sink's own checks do), ignores writeConcern, and its
 // duplicate-key message does not name the index. The sink uses no
 // command FerretDB lacks (insert, find, hello, ping, listCollections,

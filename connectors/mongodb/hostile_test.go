@@ -142,3 +142,36 @@ func TestSinkRedactsCredentials(t *testing.T) {
 	}
 	require.True(t, SinkSpec.Secret("connection_uri"))
 }
+
+// A payload key with quotes and braces (FerretDB's SQLite backend fails
+// a whole insert over such a key at the top level) is stored, or else
+// refused as no outage: the error is not Unavailable, so the runtime
+// tries each message alone, and its neighbours are written.
+func TestSinkWholeInsertRefusalIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	uri, db := mongotest.URL(t), mongotest.Database(t)
+	s := newSink(t, map[string]any{"connection_uri": uri, "database": db, "collection": "q", "payload_format": "json"})
+	b := &connector.SinkBatch{Stream: "s", Topic: "t", Schema: connector.SchemaJSON}
+	for i, p := range []string{`{"ok":0}`, `{"we'ird \"f}{eld":1}`, `{"ok":2}`} {
+		var id [16]byte
+		id[0] = byte(i + 1)
+		b.Messages = append(b.Messages, connector.Message{ID: id, Offset: uint64(i), Payload: []byte(p)})
+	}
+	err := s.Consume(context.Background(), b)
+	if err == nil {
+		t.Log("the server took the key")
+		return
+	}
+	require.False(t, connector.IsUnavailable(err), "%v", err)
+	for _, i := range []int{0, 2} {
+		one := *b
+		one.Messages = b.Messages[i : i+1]
+		require.NoError(t, s.Consume(context.Background(), &one))
+	}
+	one := *b
+	one.Messages = b.Messages[1:2]
+	err = s.Consume(context.Background(), &one)
+	require.Error(t, err)
+	require.False(t, connector.IsUnavailable(err), "%v", err)
+	t.Logf("refused alone: %v", err)
+}
