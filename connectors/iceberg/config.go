@@ -21,7 +21,7 @@ import (
 	"github.com/ferryhq/ferry/connector"
 
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
-	_ "github.com/jackc/pgx/v5/stdlib"            // the "pgx" database/sql driver of the sql catalog
+	_ "github.com/jackc/pgx/v5/stdlib"             // the "pgx" database/sql driver of the sql catalog
 )
 
 // Catalog types: upstream's rest and glue, and Ferry's sql and hadoop.
