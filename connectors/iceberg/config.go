@@ -69,8 +69,8 @@ var Spec = connector.NewSpec(
 		WithDoc(`rest: a REST catalog at uri; Ferry's sql: a SQL catalog in the PostgreSQL database uri names (postgres://...); Ferry's hadoop: a catalog kept in the warehouse directory itself (local filesystem only)`),
 	connector.NewStringField("warehouse").Require().WithExample("warehouse").
 		WithDoc("rest: the warehouse name passed to the catalog; sql and hadoop: where tables live (s3://bucket/path, file:///path, or a bucket name for store_class s3 / a directory for fs)"),
-	connector.NewStringField("uri").WithDefault("").WithExample("http://localhost:8181").
-		WithDoc("rest: the catalog's URL; sql: the PostgreSQL DSN (a secret's place: put the password in the environment); required for both. Upstream requires it"),
+	connector.NewStringField("uri").AsSecret().WithDefault("").WithExample("http://localhost:8181").
+		WithDoc("rest: the catalog's URL; sql: the PostgreSQL DSN; required for both, and redacted as a secret since a DSN may hold a password. Upstream requires it"),
 	connector.NewBoolField("dynamic_routing").WithDefault(false).
 		WithDoc("route each message to the table its dynamic_route_field names instead of to tables. Upstream requires it"),
 	connector.NewStringField("dynamic_route_field").WithDefault("").

@@ -244,7 +244,7 @@ func TestMissingTableFailsOpen(t *testing.T) {
 // The secret key is a secret of the spec (redacted in API answers and
 // logs).
 func TestSecretsAreSpecdAsSecret(t *testing.T) {
-	for _, k := range []string{"store_secret_access_key", "credential", "token"} {
+	for _, k := range []string{"store_secret_access_key", "credential", "token", "uri"} {
 		require.True(t, Spec.Secret(k), k)
 	}
 }
