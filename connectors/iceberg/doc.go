@@ -66,7 +66,9 @@
 // Tested against iceberg-go v0.7.0's SQL catalog on PostgreSQL
 // (internal/pgtest: the test server or a private cluster for the
 // outage test) with file:// warehouses, and its hadoop catalog; reads
-// back with iceberg-go scans. The S3 FileIO path is built with
-// iceberg-go's gocloud s3 backend and upstream's keys; see the tests for
-// whether an S3 server was available.
+// back with iceberg-go scans. The S3 warehouse (iceberg-go's gocloud s3
+// backend with upstream's store_* keys) has a test on the shared
+// versitygw server (internal/s3test, FERRY_TEST_S3_URL); it was skipped
+// where this was written, which had no versitygw binary. The REST
+// catalog is untested: no REST catalog server runs in Ferry's tests.
 package iceberg
