@@ -64,11 +64,12 @@ type Transform struct {
 }
 
 // TransformNames are the transforms upstream's SDK defines, and Ferry's
-// wasm (WebAssembly modules, package transform/wasm).
+// wasm (WebAssembly modules, package transform/wasm) and plugin
+// (transform plugins, package plugin/host).
 var TransformNames = []string{
 	"add_fields", "delete_fields", "filter_fields", "update_fields",
 	"unwrap_envelope", "proto_convert", "avro_convert", "flat_buffer_convert",
-	"wasm",
+	"wasm", "plugin",
 }
 
 // TransformAliases are other spellings of transform names, accepted and

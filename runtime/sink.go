@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type sinkRun struct {
 	cfg   *config.Connector
 	sink  connector.Sink
 	chain transform.Chain
+	keyed *sinkKeyed // the transforms' keyed state; nil when they keep none
 }
 
 func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
@@ -41,6 +43,9 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 		}
 	}
 	r := &sinkRun{m: m, cfg: cfg, chain: chain}
+	if r.keyed, err = loadSinkKeyed(ctx, m.rt.states, m.key, chain); err != nil {
+		return terminal(err)
+	}
 	if err := safely(func() (err error) {
 		r.sink, err = info.NewSink(connectorConfig(m, cfg))
 		return err
@@ -160,7 +165,11 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 	m := mem.r.m
 	start := time.Now()
 	mem.ffi = 0
-	batch, failed := mem.prepare(ctx, b)
+	tx, batch, failed, err := mem.prepareRetrying(ctx, b)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // when not committed below
 	m.metrics.observe(stagePrepare, start)
 	prepared := time.Since(start)
 
@@ -193,12 +202,39 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 			return err
 		}
 	}
+	if err := mem.r.keyed.commit(ctx, tx, mem.cs.Stream, mem.topic, b.Partition, b.LastOffset()); err != nil {
+		return err
+	}
 	if err := mem.commit(ctx, b); err != nil {
 		return err
 	}
 	m.metrics.observe(stageTotal, start)
 	mem.report(b, len(batch.Messages), prepared, time.Since(start))
 	return nil
+}
+
+// prepareRetrying prepares b in a keyed-state transaction of its own,
+// again and again with backoff while a transform cannot answer (a
+// transform plugin whose process died: not the messages' fault, so they
+// are neither dead-lettered nor committed), until ctx ends.
+func (mem *member) prepareRetrying(ctx context.Context, b *iggy.Batch) (*transform.Tx, *connector.SinkBatch, []failure, error) {
+	retry := newRetry()
+	for {
+		tx := mem.r.chain.Begin()
+		batch, failed := mem.prepare(ctx, tx, b)
+		i := slices.IndexFunc(failed, func(f failure) bool { return connector.IsUnavailable(f.err) })
+		if i < 0 {
+			return tx, batch, failed, nil
+		}
+		tx.Rollback()
+		err := fmt.Errorf("%s/%s partition %d offset %d: %w (the batch is transformed again)",
+			mem.cs.Stream, mem.topic, b.Partition, failed[i].msg.Offset, failed[i].err)
+		mem.r.m.note(err)
+		mem.r.m.metrics.errors.Inc()
+		if werr := retry.Wait(ctx); werr != nil {
+			return nil, nil, nil, err
+		}
+	}
 }
 
 // report logs a handled batch: upstream's "benchmark" event with
@@ -240,10 +276,10 @@ func (e decodeError) Unwrap() error { return e.error }
 // prepare turns a polled batch into the sink's batch: decoding checks each
 // payload with the stream's codec (and, as upstream's decoders do, turns
 // avro, proto and flatbuffer payloads that have a schema into JSON), then
-// the transforms run. The batch's Schema is the schema after both.
+// the transforms run, in tx. The batch's Schema is the schema after both.
 // Messages that fail either are returned as failures, with the payload as
 // it was read.
-func (mem *member) prepare(ctx context.Context, b *iggy.Batch) (*connector.SinkBatch, []failure) {
+func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch) (*connector.SinkBatch, []failure) {
 	m := mem.r.m
 	schema := connector.Schema(mem.cs.Schema)
 	toJSON := mem.codec.Mapped() && schema != connector.SchemaJSON && schema != connector.SchemaText && schema != ""
@@ -278,7 +314,7 @@ func (mem *member) prepare(ctx context.Context, b *iggy.Batch) (*connector.SinkB
 	if len(mem.r.chain) == 0 {
 		return out, failed
 	}
-	res := mem.r.chain.ApplyBatch(ctx, out.Messages, schema)
+	res := mem.applyChain(ctx, tx, out.Messages, schema)
 	for _, f := range res.Failed {
 		original := out.Messages[f.Index]
 		if toJSON {

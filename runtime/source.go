@@ -52,10 +52,20 @@ type sourceRun struct {
 	// pollStuck is set when a Poll did not return after cancellation; the
 	// source is then not closed (Close must not run beside a Poll).
 	pollStuck bool
-	// failedMu guards failed: the messages of each prepared batch that a
-	// transform failed, from the poller to the deliverer.
-	failedMu sync.Mutex
-	failed   map[*connector.Batch][]transformFailure
+	// preparedMu guards prepared: what the poller's prepare made of each
+	// batch besides its messages, for the deliverer.
+	preparedMu sync.Mutex
+	prepared   map[*connector.Batch]preparation
+	// sourceState is the source's own part of the last state loaded or
+	// saved, saved again with the transforms' keyed state when a batch
+	// changes that but brings no new source state.
+	sourceState []byte
+}
+
+// preparation is what prepare made of a batch besides its messages.
+type preparation struct {
+	failed []transformFailure // the messages a transform failed
+	tx     *transform.Tx      // the batch's changes to the transforms' keyed state
 }
 
 // transformFailure is a polled message a transform failed: it goes to the
@@ -156,7 +166,15 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 	case err != nil:
 		return fmt.Errorf("load state: %w", err)
 	default:
-		saved, r.stateVer, r.stateSeen = st.Data, st.Version, true
+		r.stateVer, r.stateSeen = st.Version, true
+		var keyed []byte
+		if saved, keyed, err = splitState(st.Data); err == nil && keyed != nil {
+			err = chain.UnmarshalState(keyed)
+		}
+		if err != nil {
+			return terminal(fmt.Errorf("load state: %w", err))
+		}
+		r.sourceState = saved
 	}
 	if err := safely(func() error { return r.src.Open(ctx, saved) }); err != nil {
 		return fmt.Errorf("open: %w", err)
@@ -256,8 +274,21 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 		}
 		r.m.metrics.produced.Add(float64(len(b.Messages)))
 		start = time.Now()
-		if err := r.prepare(ctx, b); err != nil {
-			return err
+		for retry := newRetry(); ; {
+			err := r.prepare(ctx, b)
+			if err == nil {
+				break
+			}
+			if !connector.IsUnavailable(err) {
+				return err
+			}
+			// A transform plugin that could not answer: the batch is
+			// transformed again, with backoff.
+			r.m.note(err)
+			r.m.metrics.errors.Inc()
+			if retry.Wait(ctx) != nil {
+				return err
+			}
 		}
 		r.m.metrics.observe(stagePrepare, start)
 		r.prepareNS.Add(int64(time.Since(start)))
@@ -281,31 +312,44 @@ func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 	if len(r.chain) == 0 {
 		return nil
 	}
-	res := r.chain.ApplyBatch(ctx, b.Messages, b.Schema)
+	tx := r.chain.Begin()
+	res := r.chain.ApplyBatch(tx.Context(ctx), b.Messages, b.Schema)
+	for _, f := range res.Failed {
+		if connector.IsUnavailable(f.Err) {
+			// A transform plugin that could not answer: not the message's
+			// fault. The run restarts and polls the batch again.
+			tx.Rollback()
+			return fmt.Errorf("message %d of a polled batch: %w (the batch is transformed again)", f.Index, f.Err)
+		}
+	}
+	var p preparation
+	p.tx = tx
 	if len(res.Failed) > 0 {
-		failed := make([]transformFailure, len(res.Failed))
+		p.failed = make([]transformFailure, len(res.Failed))
 		for k, f := range res.Failed {
-			failed[k] = transformFailure{msg: b.Messages[f.Index], schema: b.Schema, index: f.Index, err: f.Err}
+			p.failed[k] = transformFailure{msg: b.Messages[f.Index], schema: b.Schema, index: f.Index, err: f.Err}
 		}
-		r.failedMu.Lock()
-		if r.failed == nil {
-			r.failed = map[*connector.Batch][]transformFailure{}
+	}
+	if p.tx != nil || p.failed != nil {
+		r.preparedMu.Lock()
+		if r.prepared == nil {
+			r.prepared = map[*connector.Batch]preparation{}
 		}
-		r.failed[b] = failed
-		r.failedMu.Unlock()
+		r.prepared[b] = p
+		r.preparedMu.Unlock()
 	}
 	r.m.metrics.filtered.Add(float64(res.Filtered))
 	b.Messages, b.Schema = res.Messages, res.Schema
 	return nil
 }
 
-// failures takes the transform failures of a prepared batch.
-func (r *sourceRun) failures(b *connector.Batch) []transformFailure {
-	r.failedMu.Lock()
-	defer r.failedMu.Unlock()
-	f := r.failed[b]
-	delete(r.failed, b)
-	return f
+// preparation takes what prepare kept of a batch.
+func (r *sourceRun) preparation(b *connector.Batch) preparation {
+	r.preparedMu.Lock()
+	defer r.preparedMu.Unlock()
+	p := r.prepared[b]
+	delete(r.prepared, b)
+	return p
 }
 
 // gather merges the batches that arrive within the linger time, up to
@@ -364,10 +408,15 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	start := time.Now()
 	d := &delivery{}
 	var st []byte
+	var txs []*transform.Tx
 	for _, b := range batches {
 		d.starts = append(d.starts, len(d.msgs))
 		d.msgs = append(d.msgs, b.Messages...)
-		d.failed = append(d.failed, r.failures(b)...)
+		p := r.preparation(b)
+		d.failed = append(d.failed, p.failed...)
+		if p.tx != nil {
+			txs = append(txs, p.tx)
+		}
 		if b.State != nil {
 			st = b.State
 		}
@@ -377,6 +426,10 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	}
 	e, err := r.encode(d)
 	if err != nil {
+		return err
+	}
+	source := st
+	if st, err = r.withKeyedState(st, txs); err != nil {
 		return err
 	}
 	sent := make([]bool, len(r.outputs)+len(e.letters))
@@ -391,6 +444,9 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 			t0 = time.Now()
 			if err = r.saveState(ctx, st); err == nil {
 				saved = true
+				if source != nil {
+					r.sourceState = source
+				}
 			}
 			saveTime += time.Since(t0)
 		}

@@ -236,3 +236,95 @@ trigger = '"n":7}'
 	require.Contains(t, i.LastError, "cannot be sent to stream s/t: transform wasm: wasm module ran past its timeout")
 	require.Empty(t, topicMessages(t, rt, "s", "numbers_dead_letter"))
 }
+
+// The keyed state of a source's wasm transform is saved with the source's
+// state: a runtime started again on the same state goes on counting where
+// the first one stopped (the module counts messages per key).
+func TestWasmKeyedStateOfASourceIsCheckpointed(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 20, batch: 5}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1)+`
+[transforms.wasm]
+module = "guest.wasm"
+function = "count"
+`)
+	counts := func(rt *Runtime, want int) []string {
+		var got []iggy.Message
+		eventually(t, fmt.Sprintf("%d messages in s/t", want), func() bool {
+			got = topicMessages(t, rt, "s", "t")
+			return len(got) >= want
+		})
+		var c []string
+		for _, m := range got {
+			c = append(c, headersOf(t, m)["count"])
+		}
+		return c
+	}
+	want := func(from, to int) []string {
+		var w []string
+		for i := from; i <= to; i++ {
+			w = append(w, fmt.Sprint(i))
+		}
+		return w
+	}
+	rt := e.start()
+	require.Equal(t, want(1, 20), counts(rt, 20))
+	require.NoError(t, rt.Stop(context.Background()))
+
+	// The registry's test source is e.sources's: a new one, which reads
+	// where to go on from the saved state.
+	e.sources["numbers"] = &seqSource{max: 30, batch: 5}
+	e2 := &env{t: t, dir: e.dir, reg: e.reg, sources: e.sources, sinks: e.sinks}
+	rt2 := e2.start()
+	require.Equal(t, want(1, 30), counts(rt2, 30), "the count goes on from the saved state")
+	i := sourceStatus(rt2, "numbers")
+	require.Equal(t, StatusRunning, i.Status, i.LastError)
+}
+
+// The keyed state of a sink's wasm transform is saved with the offsets it
+// covers: a runtime started again goes on counting where the first one
+// stopped, and the messages of the first run are not read again.
+func TestWasmKeyedStateOfASinkIsCheckpointed(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 20, batch: 5}
+	sink := &collectSink{}
+	e.sinks["counted"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("counted", `
+type = "sink"
+key = "counted"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+[transforms.wasm]
+module = "guest.wasm"
+function = "count"
+`)
+	counts := func(want int) []string {
+		eventually(t, fmt.Sprintf("%d messages at the sink", want), func() bool { return len(sink.messages()) >= want })
+		var c []string
+		for _, m := range sink.messages() {
+			v, _ := m.Header("count")
+			c = append(c, v.String())
+		}
+		return c
+	}
+	want := func(from, to int) []string {
+		var w []string
+		for i := from; i <= to; i++ {
+			w = append(w, fmt.Sprint(i))
+		}
+		return w
+	}
+	rt := e.start()
+	require.Equal(t, want(1, 20), counts(20))
+	require.NoError(t, rt.Stop(context.Background()))
+
+	e.sources["numbers"] = &seqSource{max: 30, batch: 5}
+	e2 := &env{t: t, dir: e.dir, reg: e.reg, sources: e.sources, sinks: e.sinks}
+	e2.start()
+	require.Equal(t, want(1, 30), counts(30), "the count goes on from the saved state")
+}

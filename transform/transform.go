@@ -99,6 +99,7 @@ var factories = map[string]factory{
 	"proto_convert":       newProtoConvert,
 	"flat_buffer_convert": newFlatBufferConvert,
 	"wasm":                newWasm,
+	"plugin":              newPlugin,
 }
 
 // aliases are other spellings of transform names.

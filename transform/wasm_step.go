@@ -33,13 +33,16 @@ import (
 // travel as headers. A replaced message keeps its id; of a split's
 // messages the first keeps it and the others get new ones when sent. A
 // route verdict fails the message: the runtime cannot send a message to
-// another topic yet. The keyed state (state_get, state_put) is in memory,
-// per connector and transform: it survives the module's traps and limits,
-// not a restart of the connector or the runtime.
+// another topic yet. The keyed state (state_get, state_put) is per
+// connector and transform, checkpointed by the runtime with each batch
+// (see Tx in state.go).
 type wasmStep struct {
-	mod  *wasm.Module
-	name string
+	mod   *wasm.Module
+	name  string
+	state *wasm.MemState
 }
+
+func (t *wasmStep) keyedState() *wasm.MemState { return t.state }
 
 // keyHeader is the header that carries a message's key (iggy.KeyHeader).
 const keyHeader = "key"
@@ -103,14 +106,15 @@ func newWasm(b *buildContext) (Transform, error) {
 	if b.cfg.Source != "" {
 		log = log.With("file", b.cfg.Source)
 	}
+	st := wasm.NewMemState(0)
 	mod, err := wasm.New(context.Background(), code, wasm.Config{
 		Function: set.String("function"), Config: cfgJSON, Timeout: set.Duration("timeout"),
-		MemoryLimit: set.Size("memory_limit"), AllowClock: set.Bool("allow_clock"), Logger: log,
+		MemoryLimit: set.Size("memory_limit"), AllowClock: set.Bool("allow_clock"), Logger: log, State: st,
 	})
 	if err != nil {
 		return nil, set.Errorf("module", "%s: %v", path, err)
 	}
-	return &wasmStep{mod: mod, name: "wasm"}, nil
+	return &wasmStep{mod: mod, name: "wasm", state: st}, nil
 }
 
 func (t *wasmStep) Name() string { return t.name }
@@ -144,6 +148,9 @@ func (t *wasmStep) ApplyBatch(ctx context.Context, msgs []connector.Message, _ c
 	in := make([]abi.Message, len(msgs))
 	for i := range msgs {
 		in[i] = toABI(&msgs[i])
+	}
+	if st := stateFor(ctx, t); st != nil {
+		ctx = wasm.WithState(ctx, st)
 	}
 	vs, err := t.mod.Call(ctx, in)
 	if err != nil {
@@ -223,5 +230,6 @@ func fromABI(orig *connector.Message, am *abi.Message, keepID bool) connector.Me
 
 var (
 	_ BatchTransform = (*wasmStep)(nil)
+	_ keeper         = (*wasmStep)(nil)
 	_ Transform      = (*wasmStep)(nil)
 )

@@ -42,9 +42,10 @@ type proc interface {
 // lacks one (the line protocol has no Spec call) answers it with an
 // error.
 type rpcs struct {
-	plugin pluginpb.PluginClient
-	source pluginpb.SourceClient
-	sink   pluginpb.SinkClient
+	plugin    pluginpb.PluginClient
+	source    pluginpb.SourceClient
+	sink      pluginpb.SinkClient
+	transform pluginpb.TransformClient // nil on the line protocol
 }
 
 // start starts a plugin process of m on its transport. log receives its

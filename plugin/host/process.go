@@ -44,7 +44,7 @@ func (p *grpcProcess) pid() int              { return p.pid_ }
 func (p *grpcProcess) dead() <-chan struct{} { return p.killed }
 func (p *grpcProcess) why() string           { return p.why_ }
 func (p *grpcProcess) rpc() rpcs {
-	return rpcs{plugin: p.plugin, source: p.source, sink: p.sink}
+	return rpcs{plugin: p.plugin, source: p.source, sink: p.sink, transform: p.transform}
 }
 
 // hostPlugin gives go-plugin's client the connection.

@@ -114,9 +114,17 @@ func stateKey(mod api.Module, fn string, ptr, n uint32) []byte {
 	return read(mod, fn, ptr, n)
 }
 
-func (m *Module) hostStateGet(_ context.Context, mod api.Module, s []uint64) {
+// callState is the state a host function changes: the call's overlay.
+func (m *Module) callState(ctx context.Context) State {
+	if o, ok := ctx.Value(overlayKeyType{}).(*overlay); ok {
+		return o
+	}
+	return m.state
+}
+
+func (m *Module) hostStateGet(ctx context.Context, mod api.Module, s []uint64) {
 	key := stateKey(mod, "state_get", uint32(s[0]), uint32(s[1]))
-	v, ok := m.state.Get(key)
+	v, ok := m.callState(ctx).Get(key)
 	if !ok {
 		s[0] = uint64(uint32(0xFFFFFFFF)) // -1
 		return
@@ -124,17 +132,17 @@ func (m *Module) hostStateGet(_ context.Context, mod api.Module, s []uint64) {
 	s[0] = uint64(write(mod, "state_get", uint32(s[2]), uint32(s[3]), v))
 }
 
-func (m *Module) hostStatePut(_ context.Context, mod api.Module, s []uint64) {
+func (m *Module) hostStatePut(ctx context.Context, mod api.Module, s []uint64) {
 	key := stateKey(mod, "state_put", uint32(s[0]), uint32(s[1]))
 	n := uint32(s[3])
 	if n > MaxStateValue {
 		panic(fmt.Errorf("%s.state_put: a value of %d bytes, at most %d", HostModule, n, MaxStateValue))
 	}
-	if err := m.state.Put(key, read(mod, "state_put", uint32(s[2]), n)); err != nil {
+	if err := m.callState(ctx).Put(key, read(mod, "state_put", uint32(s[2]), n)); err != nil {
 		panic(fmt.Errorf("%s.state_put: %w", HostModule, err))
 	}
 }
 
-func (m *Module) hostStateDelete(_ context.Context, mod api.Module, s []uint64) {
-	m.state.Delete(stateKey(mod, "state_delete", uint32(s[0]), uint32(s[1])))
+func (m *Module) hostStateDelete(ctx context.Context, mod api.Module, s []uint64) {
+	m.callState(ctx).Delete(stateKey(mod, "state_delete", uint32(s[0]), uint32(s[1])))
 }

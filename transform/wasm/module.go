@@ -94,8 +94,8 @@ type Config struct {
 	AllowClock bool
 	// Logger receives the module's log calls; nil discards them.
 	Logger *slog.Logger
-	// State is the keyed state behind state_get and state_put; nil means a
-	// new MemState.
+	// State is the keyed state behind state_get and state_put when a
+	// call's context names none (WithState); nil means a new MemState.
 	State State
 	// MaxIdle is how many idle instances are kept for the next calls;
 	// default GOMAXPROCS. Calls beyond it at once get new instances.
@@ -260,6 +260,9 @@ func (m *Module) Close(ctx context.Context) error {
 	return m.rt.Close(ctx)
 }
 
+// overlayKeyType keys a call's *overlay in the context host functions get.
+type overlayKeyType struct{}
+
 // Call runs the module's function on a batch and returns a verdict per
 // message. An error means the call as a whole failed (ErrTimeout,
 // ErrMemoryLimit, ErrTrap or ErrOutput wrapped with the reason, or ctx's
@@ -269,9 +272,16 @@ func (m *Module) Call(ctx context.Context, msgs []abi.Message) ([]abi.Verdict, e
 	if err != nil {
 		return nil, err
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	// The call's state changes are kept aside and made only when it
+	// succeeds, in the state of ctx (WithState) or the module's own.
+	base, ok := ctx.Value(stateKeyType{}).(State)
+	if !ok {
+		base = m.state
+	}
+	changes := &overlay{base: base}
+	callCtx, cancel := context.WithValue(ctx, overlayKeyType{}, changes), context.CancelFunc(func() {})
 	if m.cfg.Timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, m.cfg.Timeout)
+		callCtx, cancel = context.WithTimeout(callCtx, m.cfg.Timeout)
 	}
 	vs, err := in.call(callCtx, msgs)
 	cancel()
@@ -281,6 +291,9 @@ func (m *Module) Call(ctx context.Context, msgs []abi.Message) ([]abi.Verdict, e
 		return nil, err
 	}
 	m.put(in)
+	if err := changes.apply(); err != nil {
+		return nil, fmt.Errorf("wasm module's keyed state: %w", err)
+	}
 	return vs, nil
 }
 
