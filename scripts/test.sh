@@ -48,6 +48,27 @@ go_server() { # go_server NAME MODULE/cmd/BIN@VERSION
   GO_SERVER_BUILDS+=($!)
 }
 GO_SERVER_BUILDS=()
+# FerretDB's main wants build/version/version.txt, which its module zip
+# lacks: build it from a copy of the module with that file written.
+ferretdb_server() { # ferretdb_server VERSION
+  local v=$1 dir="$SRV_CACHE/ferretdb-$1"
+  export FERRY_FERRETDB_SERVER="$dir/ferretdb"
+  [ -x "$dir/ferretdb" ] && return 0
+  echo "== building ferretdb $v (from the Go module proxy, with its version file)"
+  mkdir -p "$dir"
+  ( set -e
+    src=$(cd "$SRV_DIR_BUILD" && go mod download -json "github.com/FerretDB/FerretDB@$v" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    cp -r "$src" "$dir.src" && chmod -R u+w "$dir.src"
+    echo "$v" > "$dir.src/build/version/version.txt"
+    cd "$dir.src" && GOFLAGS=-buildvcs=false go build -o "$dir.tmp" ./cmd/ferretdb
+    mv "$dir.tmp" "$dir/ferretdb"; rm -rf "$dir.src"
+  ) >"$dir.log" 2>&1 &
+  GO_SERVER_BUILDS+=($!)
+}
+SRV_DIR_BUILD=$(mktemp -d /tmp/ferry-srvbuild.XXXXXX)
+go_server VERSITYGW github.com/versity/versitygw/cmd/versitygw@v1.8.0; SERVERS+=(s3)
+go_server INFLUXD github.com/influxdata/influxdb/cmd/influxd@v1.8.10; SERVERS+=(influxdb)
+ferretdb_server v1.24.2; SERVERS+=(mongodb)
 if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   echo "== installing RabbitMQ (apt-get install rabbitmq-server)"
   apt_install rabbitmq-server

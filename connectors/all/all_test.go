@@ -24,6 +24,11 @@ func TestBuiltinsAreRegistered(t *testing.T) {
 		{connector.KindSink, "exec"},
 		{connector.KindSink, "clickhouse"}, {connector.KindSink, "libiggy_connector_clickhouse_sink"},
 		{connector.KindSink, "rabbitmq"}, {connector.KindSink, "libiggy_connector_rabbitmq_sink"}, {connector.KindSource, "rabbitmq"},
+		{connector.KindSink, "s3"}, {connector.KindSink, "libiggy_connector_s3_sink"}, {connector.KindSource, "s3"},
+		{connector.KindSink, "influxdb"}, {connector.KindSink, "libiggy_connector_influxdb_sink"},
+		{connector.KindSource, "influxdb"}, {connector.KindSource, "libiggy_connector_influxdb_source"},
+		{connector.KindSink, "mongodb"}, {connector.KindSink, "libiggy_connector_mongodb_sink"}, {connector.KindSource, "mongodb"},
+		{connector.KindSink, "iceberg"}, {connector.KindSink, "libiggy_connector_iceberg_sink"},
 	} {
 		_, ok := connector.Default.Lookup(c.kind, c.path)
 		require.True(t, ok, "%s %s", c.kind, c.path)
