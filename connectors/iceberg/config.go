@@ -57,9 +57,9 @@ func parseTableName(s string) (table.Identifier, error) {
 
 // Spec is the sink's plugin_config: upstream's keys, then Ferry's.
 var Spec = connector.NewSpec(
-	connector.NewStringListField("tables").Require().WithExample([]any{"nyc.users"}).
+	connector.NewStringListField("tables").Require().WithExample([]string{"nyc.users"}).
 		WithDoc(`the tables every message is appended to, "<namespace>.<table>"; they must exist (empty entries are ignored, as in upstream's dynamic routing example)`),
-	connector.NewEnumField("catalog_type", catalogREST, catalogGlue, catalogSQL, catalogHadoop).Require().
+	connector.NewEnumField("catalog_type", catalogREST, catalogGlue, catalogSQL, catalogHadoop).Require().WithExample(catalogREST).
 		WithCheck(func(v any) error {
 			if v == catalogGlue {
 				return errors.New("glue is not built in Ferry (iceberg-go's Glue catalog needs the AWS Glue SDK, which this build does not link); use rest or Ferry's sql")
@@ -80,7 +80,7 @@ var Spec = connector.NewSpec(
 	connector.NewStringField("store_access_key_id").WithDefault("").WithDoc("S3 access key id. Upstream requires it"),
 	connector.NewStringField("store_secret_access_key").AsSecret().WithDefault("").WithDoc("S3 secret key (a secret). Upstream requires it"),
 	connector.NewStringField("store_region").WithDefault("").WithExample("us-east-1").WithDoc("S3 region. Upstream requires it"),
-	connector.NewEnumField("store_class", storeClasses...).Require().WithCheck(func(v any) error {
+	connector.NewEnumField("store_class", storeClasses...).Require().WithExample("s3").WithCheck(func(v any) error {
 		if v != "s3" && v != "fs" {
 			return fmt.Errorf("%s is not built in Ferry (nor in upstream, which writes s3 only); use s3 or fs", v)
 		}
