@@ -51,6 +51,11 @@ type GroupConsumer struct {
 	left       bool // Close finished: left the group, or never joined
 
 	closeMu sync.Mutex // serialises Close
+	// bgIdle is closed once bg is at zero: made by a Close that waits for
+	// the requests left running and kept, under closeMu, for the next
+	// Close when ctx ended first. One waiter at a time: a WaitGroup must
+	// not be added to while another goroutine may still be in its Wait.
+	bgIdle chan struct{}
 }
 
 // ConsumerOption configures a GroupConsumer.
@@ -439,10 +444,14 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	g.mu.Unlock()
 	g.pollMu.Lock() // wait for a Poll in progress
 	defer g.pollMu.Unlock()
-	bgDone := make(chan struct{})
-	go func() { g.bg.Wait(); close(bgDone) }()
+	if g.bgIdle == nil {
+		idle := make(chan struct{})
+		g.bgIdle = idle
+		go func() { g.bg.Wait(); close(idle) }()
+	}
 	select {
-	case <-bgDone: // an abandoned join may have landed: leave after it
+	case <-g.bgIdle: // an abandoned join may have landed: leave after it
+		g.bgIdle = nil
 	case <-ctx.Done():
 		return fmt.Errorf("iggy: group consumer close: %w", ctx.Err())
 	}
