@@ -3,10 +3,8 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,40 +101,14 @@ func TestEveryRecordArrivesAcrossKills(t *testing.T) {
 	t.Parallel()
 	db := chtest.Database(t)
 	query(t, "CREATE TABLE "+db+".events (iggy_id String, n UInt32, text String) ENGINE = ReplacingMergeTree ORDER BY iggy_id")
-	dir := t.TempDir()
-	input := dir + "/in.ndjson"
+	in := connectortest.NewFileInput(t, "example_stream", "example_topic", 50, func(n int) string { return fmt.Sprintf(`{"n":%d,"text":"line %d"}`, n, n) })
 	sink := strings.Replace(upstreamTOML(chtest.URL(t), db, ""), "verbose_logging = false", "verbose_logging = false\nid_column = \"iggy_id\"", 1)
 	sink = strings.Replace(sink, "batch_length = 1000", "batch_length = 50", 1)
 	e := connectortest.NewCrashEnv(t, map[string]string{
 		"ch.toml": sink,
-		"in.toml": fmt.Sprintf(`type = "source"
-key = "in"
-path = "file"
-[[streams]]
-stream = "example_stream"
-topic = "example_topic"
-schema = "json"
-batch_length = 50
-linger_time = "0ms"
-[plugin_config]
-paths = [%q]
-follow = true
-poll_interval = "10ms"
-batch_size = 50
-`, input),
+		"in.toml": in.TOML,
 	})
-	var mu sync.Mutex
-	n := 0
-	write := func(int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		var b strings.Builder
-		for range 10 {
-			fmt.Fprintf(&b, `{"n":%d,"text":"line %d"}`+"\n", n, n)
-			n++
-		}
-		return appendFile(input, b.String())
-	}
+	write := func(int) error { return in.Append(10) }
 	count := func(q string) int {
 		out, err := chtest.Query(chtest.URL(t), q)
 		if err != nil {
@@ -147,27 +119,13 @@ batch_size = 50
 	}
 	distinct := func() int { return count("SELECT uniqExact(n) FROM " + db + ".events") }
 	stop := connectortest.Feed(t, 15*time.Millisecond, write)
-	final := e.KillLoop(nil, 10, func() (int, int) { mu.Lock(); defer mu.Unlock(); return distinct(), n })
+	final := e.KillLoop(nil, 10, func() (int, int) { return distinct(), in.Written() })
 	defer e.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	mu.Lock()
-	total := n
-	mu.Unlock()
+	total := in.Written()
 	connectortest.Eventually(t, "every record in the table", func() bool { return distinct() >= total })
 	rows := count("SELECT count() FROM " + db + ".events FINAL")
 	require.Equal(t, total, rows, "every record once after FINAL (ReplacingMergeTree by message id)")
 	t.Logf("%d records, %d rows before FINAL, %d after, %d kills", total, count("SELECT count() FROM "+db+".events"), rows, e.Kills)
-}
-
-func appendFile(path, s string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(s); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

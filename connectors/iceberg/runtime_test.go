@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -124,39 +122,13 @@ func TestEveryRecordOnceAcrossKills(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	createTable(t, e.cat, "nyc.users")
-	dir := t.TempDir()
-	input := dir + "/in.ndjson"
+	in := connectortest.NewFileInput(t, "example_stream", "example_topic", 50, func(n int) string { return fmt.Sprintf(`{"n":%d,"text":"line %d"}`, n, n) })
 	sink := strings.Replace(upstreamTOML(e.dsn, e.warehouse, ""), "batch_length = 100", "batch_length = 50", 1)
 	ce := connectortest.NewCrashEnv(t, map[string]string{
 		"iceberg.toml": sink,
-		"in.toml": fmt.Sprintf(`type = "source"
-key = "in"
-path = "file"
-[[streams]]
-stream = "example_stream"
-topic = "example_topic"
-schema = "json"
-batch_length = 50
-linger_time = "0ms"
-[plugin_config]
-paths = [%q]
-follow = true
-poll_interval = "10ms"
-batch_size = 50
-`, input),
+		"in.toml":      in.TOML,
 	})
-	var mu sync.Mutex
-	n := 0
-	write := func(int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		var b strings.Builder
-		for range 10 {
-			fmt.Fprintf(&b, `{"n":%d,"text":"line %d"}`+"\n", n, n)
-			n++
-		}
-		return appendFile(input, b.String())
-	}
+	write := func(int) error { return in.Append(10) }
 	count := func() int {
 		tbl, err := e.cat.LoadTable(context.Background(), []string{"nyc", "users"})
 		if err != nil {
@@ -169,13 +141,11 @@ batch_size = 50
 	// runtime starts, opens or commits.
 	first := ce.Start()
 	connectortest.Eventually(t, "the first rows", func() bool { return count() > 0 })
-	final := ce.KillLoop(first, 10, func() (int, int) { mu.Lock(); defer mu.Unlock(); return count(), n })
+	final := ce.KillLoop(first, 10, func() (int, int) { return count(), in.Written() })
 	defer ce.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	mu.Lock()
-	total := n
-	mu.Unlock()
+	total := in.Written()
 	connectortest.Eventually(t, "every record in the table", func() bool { return count() >= total })
 	// The file source is at-least-once: a kill between its send and its
 	// state save puts lines in the topic twice, at new offsets. The sink
@@ -257,16 +227,4 @@ func TestCatalogOutage(t *testing.T) {
 	for i, r := range rows {
 		require.Equal(t, int64(i), r.N)
 	}
-}
-
-func appendFile(path, s string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(s); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

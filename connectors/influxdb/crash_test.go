@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,49 +29,22 @@ func TestSinkEveryRecordOnceAcrossKills(t *testing.T) {
 	t.Parallel()
 	url := influxtest.URL(t)
 	db := influxtest.Database(t, url)
-	input := t.TempDir() + "/in.ndjson"
+	in := connectortest.NewFileInput(t, "metrics", "cpu", 50, func(n int) string { return fmt.Sprintf(`{"n":%d}`, n) })
 	sink := strings.Replace(upstreamSinkTOML(url, db, "", ""), "batch_length = 100", "batch_length = 50", 1)
 	e := connectortest.NewCrashEnv(t, map[string]string{
 		"influx.toml": sink,
-		"in.toml": fmt.Sprintf(`type = "source"
-key = "in"
-path = "file"
-[[streams]]
-stream = "metrics"
-topic = "cpu"
-schema = "json"
-batch_length = 50
-linger_time = "0ms"
-[plugin_config]
-paths = [%q]
-follow = true
-poll_interval = "10ms"
-batch_size = 50
-`, input),
+		"in.toml":     in.TOML,
 	})
-	var mu sync.Mutex
-	n := 0
-	write := func(int) error {
-		mu.Lock()
-		defer mu.Unlock()
-		var b strings.Builder
-		for range 10 {
-			fmt.Fprintf(&b, `{"n":%d}`+"\n", n)
-			n++
-		}
-		return appendFile(input, b.String())
-	}
+	write := func(int) error { return in.Append(10) }
 	points := func() []string {
 		return column(selectAll(t, url, db, "payload_json"), "payload_json")
 	}
 	stop := connectortest.Feed(t, 15*time.Millisecond, write)
-	final := e.KillLoop(nil, 10, func() (int, int) { mu.Lock(); defer mu.Unlock(); return len(unique(points())), n })
+	final := e.KillLoop(nil, 10, func() (int, int) { return len(unique(points())), in.Written() })
 	defer e.Kill(final)
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	mu.Lock()
-	total := n
-	mu.Unlock()
+	total := in.Written()
 	connectortest.Eventually(t, "every record in InfluxDB", func() bool { return len(unique(points())) >= total })
 	got := points()
 	seen := map[string]int{}
@@ -88,18 +60,6 @@ batch_size = 50
 	inIggy := e.Topic("metrics", "cpu")
 	require.Len(t, got, len(inIggy), "one point per Iggy message")
 	t.Logf("%d records, %d Iggy messages, %d points, %d kills", total, len(inIggy), len(got), e.Kills)
-}
-
-func appendFile(path, s string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(s); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Ten kill -9 of the runtime mid-stream, InfluxDB → source → Iggy, with
