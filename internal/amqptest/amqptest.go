@@ -43,31 +43,12 @@ func Name(tb testing.TB, what string) string {
 	return fmt.Sprintf("ferry-test-%s-%d-%d", what, os.Getpid(), names.Add(1))
 }
 
-// Own is a server only one test uses.
-type Own struct {
-	URL  string
-	proc *servertest.Process
-	tb   testing.TB
-}
+// Own is a server only one test uses (Private), with Halt and Resume.
+type Own = servertest.Own
 
 // Private starts a server only the calling test uses; it is stopped at
 // the end of the test.
-func Private(tb testing.TB) *Own {
-	tb.Helper()
-	p, u := Server.Private(tb)
-	return &Own{URL: u, proc: p, tb: tb}
-}
-
-// Halt stops the server abruptly (SIGKILL), as a crash does.
-func (o *Own) Halt() { o.proc.Kill() }
-
-// Resume starts a halted server again on the same port with its data.
-func (o *Own) Resume(tb testing.TB) {
-	tb.Helper()
-	if err := o.proc.Restart(); err != nil {
-		tb.Fatalf("resume RabbitMQ: %v", err)
-	}
-}
+func Private(tb testing.TB) *Own { tb.Helper(); return Server.Private(tb) }
 
 // start runs rabbitmq-server on a free loopback port with its data in a
 // directory of its own.

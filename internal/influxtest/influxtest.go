@@ -92,30 +92,12 @@ func Write(base, db, lines string) error {
 	return nil
 }
 
-// Own is a server only one test uses.
-type Own struct {
-	URL  string
-	proc *servertest.Process
-}
+// Own is a server only one test uses (Private), with Halt and Resume.
+type Own = servertest.Own
 
 // Private starts a server only the calling test uses; it is stopped at
 // the end of the test.
-func Private(tb testing.TB) *Own {
-	tb.Helper()
-	p, u := Server.Private(tb)
-	return &Own{URL: u, proc: p}
-}
-
-// Halt kills the server (SIGKILL), as a crash does.
-func (o *Own) Halt() { o.proc.Kill() }
-
-// Resume starts a halted server again on the same port with its data.
-func (o *Own) Resume(tb testing.TB) {
-	tb.Helper()
-	if err := o.proc.Restart(); err != nil {
-		tb.Fatalf("resume InfluxDB: %v", err)
-	}
-}
+func Private(tb testing.TB) *Own { tb.Helper(); return Server.Private(tb) }
 
 // Config writes an influxd configuration for dir: its files under dir,
 // HTTP and RPC on the given loopback ports, Flux on, no reporting, quiet

@@ -87,30 +87,12 @@ func DatabaseOn(tb testing.TB, uri string) string {
 	return name
 }
 
-// Own is a server only one test uses.
-type Own struct {
-	URL  string
-	proc *servertest.Process
-}
+// Own is a server only one test uses (Private), with Halt and Resume.
+type Own = servertest.Own
 
 // Private starts a server only the calling test uses; it is stopped at
 // the end of the test.
-func Private(tb testing.TB) *Own {
-	tb.Helper()
-	p, u := Server.Private(tb)
-	return &Own{URL: u, proc: p}
-}
-
-// Halt stops the server abruptly (SIGKILL), as a crash does.
-func (o *Own) Halt() { o.proc.Kill() }
-
-// Resume starts a halted server again on the same port with its data.
-func (o *Own) Resume(tb testing.TB) {
-	tb.Helper()
-	if err := o.proc.Restart(); err != nil {
-		tb.Fatalf("resume FerretDB: %v", err)
-	}
-}
+func Private(tb testing.TB) *Own { tb.Helper(); return Server.Private(tb) }
 
 // start runs FerretDB with its SQLite backend on a free loopback port,
 // telemetry off and no debug listener, and waits until it answers ping.

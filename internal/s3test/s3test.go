@@ -127,30 +127,19 @@ func RemoveBucket(c *minio.Client, name string) {
 	_ = c.RemoveBucket(ctx, name)
 }
 
-// Own is a server only one test uses.
+// Own is a server only one test uses (Private), with its endpoint and
+// keys, Halt and Resume.
 type Own struct {
 	Target
-	URL  string
-	proc *servertest.Process
+	*servertest.Own
 }
 
 // Private starts a server only the calling test uses; it is stopped at
 // the end of the test.
 func Private(tb testing.TB) *Own {
 	tb.Helper()
-	p, u := Server.Private(tb)
-	return &Own{Target: Parse(tb, u), URL: u, proc: p}
-}
-
-// Halt stops the server abruptly (SIGKILL), as a crash does.
-func (o *Own) Halt() { o.proc.Kill() }
-
-// Resume starts a halted server again on the same port with its data.
-func (o *Own) Resume(tb testing.TB) {
-	tb.Helper()
-	if err := o.proc.Restart(); err != nil {
-		tb.Fatalf("resume versitygw: %v", err)
-	}
+	o := Server.Private(tb)
+	return &Own{Target: Parse(tb, o.URL), Own: o}
 }
 
 // start runs versitygw's POSIX backend on a free loopback port with its

@@ -46,14 +46,32 @@ func (s *Server) URL(tb testing.TB) string {
 
 // Private starts a server only the calling test uses (one it may kill and
 // restart); it is stopped when the test ends.
-func (s *Server) Private(tb testing.TB) (*Process, string) {
+func (s *Server) Private(tb testing.TB) *Own {
 	tb.Helper()
 	p, u, err := s.Start()
 	if err != nil {
 		s.Unavailable(tb, err)
 	}
 	tb.Cleanup(p.Stop)
-	return p, u
+	return &Own{URL: u, proc: p, name: s.Name}
+}
+
+// Own is a server only one test uses, which it may crash and start again.
+type Own struct {
+	URL  string
+	proc *Process
+	name string
+}
+
+// Halt stops the server abruptly (SIGKILL), as a crash does.
+func (o *Own) Halt() { o.proc.Kill() }
+
+// Resume starts a halted server again on the same port with its data.
+func (o *Own) Resume(tb testing.TB) {
+	tb.Helper()
+	if err := o.proc.Restart(); err != nil {
+		tb.Fatalf("resume %s: %v", o.name, err)
+	}
 }
 
 // Unavailable skips the test for want of the server, or fails it when
