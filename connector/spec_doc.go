@@ -159,6 +159,16 @@ func tomlValue(v any) string {
 			parts[i] = strconv.Itoa(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
+	case []any: // a list as TOML decodes it
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = tomlValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
 	case map[string]string:
 		keys := make([]string, 0, len(x))
 		for k := range x {
