@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/transform"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +37,7 @@ type Metrics struct {
 	messagesDead      *prometheus.CounterVec
 	errors            *prometheus.CounterVec
 	stageDuration     *prometheus.HistogramVec
+	transformCounters *prometheus.GaugeVec
 }
 
 var connectorLabels = []string{"connector_key", "connector_type"}
@@ -65,10 +67,13 @@ func newMetrics() *Metrics {
 			Help:    "Per-batch processing stage duration in seconds",
 			Buckets: []float64{50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 10e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 5}},
 			[]string{"connector_key", "connector_type", "stage"}),
+		transformCounters: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_transform_counter",
+			Help: "A transform's own counter (wasm counter_add), summed since the runtime started (Ferry)"},
+			[]string{"connector_key", "connector_type", "transform", "counter"}),
 	}
 	m.registry.MustRegister(m.sourcesTotal, m.sourcesRunning, m.sinksTotal, m.sinksRunning,
 		m.messagesProduced, m.messagesSent, m.messagesConsumed, m.messagesProcessed,
-		m.messagesFiltered, m.messagesDead, m.errors, m.stageDuration,
+		m.messagesFiltered, m.messagesDead, m.errors, m.stageDuration, m.transformCounters,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -86,6 +91,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 type connectorMetrics struct {
 	produced, sent, consumed, processed, filtered, dead, errors prometheus.Counter
 	stages                                                      map[string]prometheus.Observer
+	counters                                                    *prometheus.GaugeVec // transformCounters curried by connector
 }
 
 func (m *Metrics) forConnector(kind connector.Kind, key string) *connectorMetrics {
@@ -94,12 +100,20 @@ func (m *Metrics) forConnector(kind connector.Kind, key string) *connectorMetric
 		produced: m.messagesProduced.With(l), sent: m.messagesSent.With(l),
 		consumed: m.messagesConsumed.With(l), processed: m.messagesProcessed.With(l),
 		filtered: m.messagesFiltered.With(l), dead: m.messagesDead.With(l), errors: m.errors.With(l),
-		stages: map[string]prometheus.Observer{},
+		stages:   map[string]prometheus.Observer{},
+		counters: m.transformCounters.MustCurryWith(l),
 	}
 	for _, s := range []string{stagePrepare, stageFFI, stageDecode, stageIggySend, stageStateSave, stageTotal} {
 		c.stages[s] = m.stageDuration.WithLabelValues(key, string(kind), s)
 	}
 	return c
+}
+
+// addCounters adds what the connector's transforms counted.
+func (c *connectorMetrics) addCounters(cs []transform.Counter) {
+	for _, k := range cs {
+		c.counters.WithLabelValues(k.Transform, k.Name).Add(float64(k.Delta))
+	}
 }
 
 // observe records the time since start for a stage.

@@ -315,6 +315,7 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 		return out, failed
 	}
 	res := mem.applyChain(ctx, tx, out.Messages, schema)
+	m.metrics.addCounters(mem.r.chain.TakeCounters())
 	for _, f := range res.Failed {
 		original := out.Messages[f.Index]
 		if toJSON {

@@ -314,6 +314,7 @@ func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 	}
 	tx := r.chain.Begin()
 	res := r.chain.ApplyBatch(tx.Context(ctx), b.Messages, b.Schema)
+	r.m.metrics.addCounters(r.chain.TakeCounters())
 	for _, f := range res.Failed {
 		if connector.IsUnavailable(f.Err) {
 			// A transform plugin that could not answer: not the message's

@@ -91,11 +91,16 @@ func headersOf(t *testing.T, m iggy.Message) map[string]string {
 // deadLettered is the source's iggy_connector_messages_dead_lettered_total
 // as /metrics shows it.
 func deadLettered(rt *Runtime, key string) string {
+	return metric(rt, fmt.Sprintf("iggy_connector_messages_dead_lettered_total{connector_key=%q,connector_type=\"source\"}", key))
+}
+
+// metric is the value of a series (name and labels, as /metrics writes
+// them) on /metrics, or "".
+func metric(rt *Runtime, series string) string {
 	rec := httptest.NewRecorder()
 	rt.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	prefix := fmt.Sprintf("iggy_connector_messages_dead_lettered_total{connector_key=%q,connector_type=\"source\"} ", key)
 	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, prefix); ok {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			return v
 		}
 	}

@@ -82,6 +82,8 @@ fields = ["n"]
 	added, split := e.sinks["added"], e.sinks["split"]
 	eventually(t, "20 messages at the add_field sink", func() bool { return len(added.messages()) >= 20 })
 	require.Equal(t, even, added.ns(t), "the source's module dropped the odd numbers")
+	require.Equal(t, "20", metric(rt, `ferry_transform_counter{connector_key="numbers",connector_type="source",counter="dropped",transform="wasm"}`),
+		"the module's counter_add reaches /metrics")
 	for _, m := range added.messages() {
 		var v map[string]any
 		require.NoError(t, json.Unmarshal(m.Payload, &v))

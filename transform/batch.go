@@ -163,3 +163,30 @@ func (c Chain) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Counter is what a transform added to one of its counters (wasm's
+// counter_add) since the last Chain.TakeCounters.
+type Counter struct {
+	Transform string // the transform's table name: "wasm"
+	Name      string
+	Delta     int64
+}
+
+// counterKeeper is a transform with counters.
+type counterKeeper interface {
+	takeCounters() map[string]int64
+}
+
+// TakeCounters returns what the chain's transforms added to their
+// counters since the last call, for the runtime's metrics.
+func (c Chain) TakeCounters() []Counter {
+	var out []Counter
+	for _, t := range c {
+		if k, ok := t.(counterKeeper); ok {
+			for name, d := range k.takeCounters() {
+				out = append(out, Counter{Transform: t.Name(), Name: name, Delta: d})
+			}
+		}
+	}
+	return out
+}

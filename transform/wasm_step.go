@@ -44,6 +44,8 @@ type wasmStep struct {
 
 func (t *wasmStep) keyedState() *wasm.MemState { return t.state }
 
+func (t *wasmStep) takeCounters() map[string]int64 { return t.mod.TakeCounters() }
+
 // keyHeader is the header that carries a message's key (iggy.KeyHeader).
 const keyHeader = "key"
 

@@ -105,6 +105,7 @@ func (m *Module) hostCounterAdd(_ context.Context, mod api.Module, s []uint64) {
 		panic(fmt.Errorf("%s.counter_add: more than %d counters", HostModule, maxCounters))
 	}
 	m.counters[string(name)] += delta
+	m.untaken[string(name)] += delta
 }
 
 func stateKey(mod api.Module, fn string, ptr, n uint32) []byte {

@@ -145,6 +145,7 @@ type Module struct {
 
 	countersMu sync.Mutex
 	counters   map[string]int64
+	untaken    map[string]int64 // added since the last TakeCounters
 }
 
 // New compiles wasm and makes one instance, so a module that does not
@@ -164,7 +165,7 @@ func New(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		cfg.MaxIdle = runtime.GOMAXPROCS(0)
 	}
 	pages := min(max(cfg.MemoryLimit/pageSize, 1), 65536)
-	m := &Module{cfg: cfg, limit: uint64(pages) * pageSize, state: cfg.State, counters: map[string]int64{}}
+	m := &Module{cfg: cfg, limit: uint64(pages) * pageSize, state: cfg.State, counters: map[string]int64{}, untaken: map[string]int64{}}
 	if m.state == nil {
 		m.state = NewMemState(0)
 	}
@@ -295,6 +296,19 @@ func (m *Module) Call(ctx context.Context, msgs []abi.Message) ([]abi.Verdict, e
 		return nil, fmt.Errorf("wasm module's keyed state: %w", err)
 	}
 	return vs, nil
+}
+
+// TakeCounters returns what counter_add added to each counter since the
+// last TakeCounters (nil when nothing): the runtime adds it to its metrics.
+func (m *Module) TakeCounters() map[string]int64 {
+	m.countersMu.Lock()
+	defer m.countersMu.Unlock()
+	if len(m.untaken) == 0 {
+		return nil
+	}
+	out := m.untaken
+	m.untaken = map[string]int64{}
+	return out
 }
 
 // Counters returns the module's counters (counter_add) so far.
