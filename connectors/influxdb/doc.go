@@ -55,19 +55,43 @@
 // The source runs upstream's Flux query template on /api/v2/query, with
 // $cursor (an RFC 3339 time) and $limit substituted; the query must use
 // range(start: time(v: "$cursor")), which includes the cursor's time, and
-// sort by _time and a tiebreaker so that rows with one time come in a
-// stable order. Its state is upstream's: the last time emitted and how
-// many rows with that time were emitted (cursor_row_count). The next
-// query starts at that time again and skips that many rows of it, so rows
-// sharing a time are never skipped across batch boundaries (and $limit is
-// batch_size plus that count, without upstream's cap, so a dense time
-// cannot get stuck). Each batch carries its state; the runtime saves it
+// sort by _time, so that limit() cuts the answer in time order.
+//
+// A query is not a snapshot: InfluxDB reads each series at its own moment
+// while it answers, so one query can see a point of one series and miss
+// an earlier point of another series written before it (seen on 1.8: a
+// query held h1 and h2 at a time but not h0, written first). So a query
+// emits only rows up to the horizon, the latest time an earlier query
+// saw (a query that saw later rows is followed by another at once): a
+// point written before that row was visible when this query began. And
+// rows at the cursor's time are told apart by what they hold, never by
+// their place among the rows of that time, which can differ between two
+// queries.
+//
+// Its state is upstream's (the last time emitted, the rows emitted at it
+// as cursor_row_count) with Ferry's cursor_row_ids: a key for each row
+// emitted at that time, a hash of its cells but result, table, _start and
+// _stop (the cells a query's range changes). The next query starts at
+// that time again and skips the rows with those keys, so rows sharing a
+// time are never skipped nor repeated across batches, however many there
+// are ($limit is batch_size plus the rows to skip, without upstream's
+// cap, so a dense time cannot get stuck). A state without
+// cursor_row_ids (upstream's) skips cursor_row_count rows of that time
+// by place, once. Each batch carries its state; the runtime saves it
 // after the batch is in Iggy, so a crash replays at most the batches not
 // yet saved, with the same message ids: an id is the row's time in
-// nanoseconds and its place among the rows of that time.
+// nanoseconds and its key (rows holding the same cells at one time are
+// told apart by how many came before).
+//
+// The limit is the order of writing: every point is read if points are
+// written in time order (each at or after the times written before it,
+// as a clock gives). A point written after a query saw a later time may
+// be missed if the cursor moves past its time first; a point at the
+// cursor's time is still read; one before the cursor never is. A point
+// at the cursor's time that was emitted and is written again with other
+// cells is a new row, emitted again.
 //
 // Rows are emitted as upstream's envelope, {"measurement", "field",
 // "timestamp", "value", "row"}, or, with payload_column, that column in
-// payload_format. A row written later with a time at or before the
-// cursor is not read: a time cursor cannot see it.
+// payload_format.
 package influxdb

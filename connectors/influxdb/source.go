@@ -3,7 +3,6 @@ package influxdb
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,12 +78,14 @@ var SourceSpec = connector.NewSpec(append([]connector.Field{
 	connector.NewBoolField("verbose_logging").WithDefault(false).WithDoc("log each query at info instead of debug"),
 }, resilienceFields(10*time.Second)...)...)
 
-// sourceState is upstream's V2 checkpoint, JSON.
+// sourceState is upstream's V2 checkpoint, JSON, with Ferry's
+// cursor_row_ids: which rows at last_timestamp were emitted.
 type sourceState struct {
-	Version        string `json:"version"`
-	LastTimestamp  string `json:"last_timestamp,omitempty"`
-	ProcessedRows  uint64 `json:"processed_rows"`
-	CursorRowCount uint64 `json:"cursor_row_count"`
+	Version        string   `json:"version"`
+	LastTimestamp  string   `json:"last_timestamp,omitempty"`
+	ProcessedRows  uint64   `json:"processed_rows"`
+	CursorRowCount uint64   `json:"cursor_row_count"`
+	CursorRowIDs   []string `json:"cursor_row_ids,omitempty"`
 }
 
 // Source is the influxdb source.
@@ -100,10 +101,12 @@ type Source struct {
 	breaker    *breaker
 	log        *slog.Logger
 
-	cursor time.Time // start of the next query
-	seen   uint64    // rows at cursor already emitted
-	rows   uint64    // processed_rows
-	polled bool      // a query ran since Open: wait before the next empty one
+	cursor  time.Time       // start of the next query
+	seen    map[uint64]bool // keys (rowKey) of the rows at cursor already emitted
+	skip    uint64          // a count-only state's rows at cursor to skip by place (upstream's, or Ferry's before cursor_row_ids)
+	horizon time.Time       // the latest time an earlier query saw: rows up to it are all visible now
+	rows    uint64          // processed_rows
+	wait    bool            // wait poll_interval before the next query
 }
 
 // NewSource builds an influxdb source from its configuration.
@@ -128,7 +131,7 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 	}
 	s.cursor, _ = time.Parse(time.RFC3339Nano, start)
 	if !strings.Contains(s.query, "sort(") {
-		s.log.Warn("the InfluxDB query has no sort(): rows sharing a time must come in a stable order, or some may be skipped or repeated")
+		s.log.Warn("the InfluxDB query has no sort(): rows must come in time order, or limit() may cut some that are then skipped")
 	}
 	return s, nil
 }
@@ -151,7 +154,18 @@ func (s *Source) Open(ctx context.Context, state []byte) error {
 			}
 			s.cursor = t
 		}
-		s.seen, s.rows = st.CursorRowCount, st.ProcessedRows
+		s.rows = st.ProcessedRows
+		s.seen = make(map[uint64]bool, len(st.CursorRowIDs))
+		for _, h := range st.CursorRowIDs {
+			k, err := strconv.ParseUint(h, 16, 64)
+			if err != nil {
+				return fmt.Errorf("influxdb: saved state's cursor_row_ids: %w", err)
+			}
+			s.seen[k] = true
+		}
+		if len(st.CursorRowIDs) == 0 {
+			s.skip = st.CursorRowCount
+		}
 	}
 	return s.c.health(ctx)
 }
@@ -163,15 +177,16 @@ func (s *Source) Close(context.Context) error {
 }
 
 // Poll queries from the cursor until rows come, waiting poll_interval
-// after a query that brought none.
+// after a query that brought nothing new: a query that saw rows past the
+// horizon but could not emit them yet is followed by another at once.
 func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 	for {
-		if s.polled {
+		if s.wait {
 			if err := backoff.Sleep(ctx, s.interval); err != nil {
 				return nil, err
 			}
 		}
-		s.polled = true
+		s.wait = true
 		if s.breaker.open() {
 			continue
 		}
@@ -180,12 +195,14 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := s.batch(rows)
+		b, moved, err := s.batch(rows)
 		if err != nil {
 			return nil, err
 		}
+		if len(b.Messages) > 0 || moved {
+			s.wait = false // more may be waiting, or visible to the next query
+		}
 		if len(b.Messages) > 0 {
-			s.polled = false // more may be waiting
 			return b, nil
 		}
 	}
@@ -193,7 +210,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 
 // fetch runs the query from the cursor.
 func (s *Source) fetch(ctx context.Context) ([]row, error) {
-	limit := uint64(s.batchSize) + s.seen
+	limit := uint64(s.batchSize) + uint64(len(s.seen)) + s.skip
 	q := strings.ReplaceAll(s.query, "$cursor", s.cursor.UTC().Format(time.RFC3339Nano))
 	q = strings.ReplaceAll(q, "$limit", strconv.FormatUint(limit, 10))
 	body, _ := json.Marshal(map[string]any{
@@ -221,53 +238,6 @@ func (s *Source) fetch(ctx context.Context) ([]row, error) {
 	}
 	s.log.Log(ctx, level, "queried InfluxDB", "cursor", s.cursor.UTC().Format(time.RFC3339Nano), "limit", limit, "rows", len(rows))
 	return rows, nil
-}
-
-// batch turns rows into messages: the first s.seen rows at the cursor's
-// time were emitted before and are skipped; the cursor moves to the
-// latest time emitted, counting the rows emitted at it.
-func (s *Source) batch(rows []row) (*connector.Batch, error) {
-	b := &connector.Batch{Schema: connector.SchemaJSON}
-	if s.column != "" {
-		b.Schema = map[string]connector.Schema{"json": connector.SchemaJSON, "text": connector.SchemaText, "raw": connector.SchemaRaw}[s.format]
-	}
-	latest, atLatest := s.cursor, s.seen
-	ordinal := map[int64]uint64{} // rows seen so far at each time, skipped ones included
-	skipped := uint64(0)
-	for _, r := range rows {
-		t, err := time.Parse(time.RFC3339Nano, r["_time"])
-		if err != nil {
-			return nil, fmt.Errorf("influxdb: a row's _time %q: the cursor needs a time in every row: %w", r["_time"], err)
-		}
-		n := ordinal[t.UnixNano()]
-		ordinal[t.UnixNano()] = n + 1
-		if t.Equal(s.cursor) && skipped < s.seen {
-			skipped++
-			continue
-		}
-		payload, err := s.payload(r)
-		if err != nil {
-			return nil, err
-		}
-		var id [16]byte
-		binary.BigEndian.PutUint64(id[:8], uint64(t.UnixNano()))
-		binary.BigEndian.PutUint64(id[8:], n+1)
-		b.Messages = append(b.Messages, connector.Message{ID: id, Payload: payload, OriginTimestamp: t})
-		switch {
-		case t.After(latest):
-			latest, atLatest = t, 1
-		case t.Equal(latest):
-			atLatest++
-		}
-	}
-	if len(b.Messages) == 0 {
-		return b, nil
-	}
-	s.cursor, s.seen = latest, atLatest
-	s.rows += uint64(len(b.Messages))
-	b.State, _ = json.Marshal(sourceState{Version: "v2", LastTimestamp: latest.UTC().Format(time.RFC3339Nano),
-		ProcessedRows: s.rows, CursorRowCount: atLatest})
-	return b, nil
 }
 
 // payload is the message of a row: payload_column in payload_format, or
