@@ -51,12 +51,8 @@ var Spec = connector.NewSpec(
 	connector.NewStringField("username").WithDefault("default").WithDoc("the ClickHouse user"),
 	connector.NewStringField("password").AsSecret().WithDefault("").WithDoc("its password (a secret)"),
 	connector.NewEnumField("insert_format", "json_each_row", "row_binary", "string").WithDefault("json_each_row").
-		WithCheck(func(v any) error {
-			if v == "row_binary" {
-				return errors.New("row_binary is not built in Ferry yet; json_each_row inserts the same rows")
-			}
-			return nil
-		}).WithDoc("json_each_row: JSON payloads as rows; string: payloads passed as they are in string_format"),
+		WithDoc("json_each_row: JSON payloads as rows; row_binary: JSON payloads encoded as RowBinary by the table's column types "+
+			"(read at open), a field that does not fit dead-letters its message; string: payloads passed as they are in string_format"),
 	connector.NewEnumField("string_format", "json_each_row", "csv", "tsv").WithDefault("json_each_row").
 		WithDoc("the format of string payloads"),
 	connector.NewIntField("timeout_seconds").AtLeast(1).WithDefault(30).WithDoc("per INSERT"),
@@ -68,7 +64,7 @@ var Spec = connector.NewSpec(
 			return nil
 		}
 		return checkIdentifier(v)
-	}).WithDoc("Ferry: add the Iggy message id to each JSON row under this column (json_each_row)"),
+	}).WithDoc("Ferry: add the Iggy message id to each row under this column (json_each_row, row_binary: a UUID, String or FixedString(36) column)"),
 )
 
 func checkURL(v any) error {
@@ -87,6 +83,10 @@ type Sink struct {
 	endpoint   string // url with the INSERT query
 	safeURL    string
 	target     string // `db`.`table`
+	database   string
+	table      string
+	rowBinary  bool
+	columns    []column // row_binary: read by Open
 	username   string
 	password   string
 	json       bool
@@ -111,7 +111,8 @@ func New(cfg connector.Config) (connector.Sink, error) {
 	u, _ := url.Parse(set.String("url"))
 	format := "JSONEachRow"
 	jsonRows := set.String("insert_format") == "json_each_row"
-	if !jsonRows {
+	rowBinary := set.String("insert_format") == "row_binary"
+	if !jsonRows && !rowBinary {
 		format = formats[set.String("string_format")]
 	}
 	target := "`" + set.String("database") + "`.`" + set.String("table") + "`"
@@ -122,6 +123,7 @@ func New(cfg connector.Config) (connector.Sink, error) {
 	safe.User, safe.RawQuery = nil, ""
 	return &Sink{
 		endpoint: u.String(), safeURL: safe.String(), target: target,
+		database: set.String("database"), table: set.String("table"), rowBinary: rowBinary,
 		username: set.String("username"), password: set.String("password"), json: jsonRows,
 		idColumn: set.String("id_column"), maxRetries: set.Int("max_retries"),
 		retryDelay: time.Duration(set.Int("retry_delay")) * time.Second, verbose: set.Bool("verbose_logging"),
@@ -129,10 +131,21 @@ func New(cfg connector.Config) (connector.Sink, error) {
 	}, nil
 }
 
-// Open checks that the server answers and the table exists.
+// Open checks that the server answers and the table exists; for
+// row_binary it reads the table's columns and checks their types.
 func (s *Sink) Open(ctx context.Context) error {
-	_, err := s.post(ctx, s.endpointFor("EXISTS TABLE "+s.target), nil)
-	return err
+	if _, err := s.post(ctx, s.endpointFor("EXISTS TABLE "+s.target), nil); err != nil {
+		return err
+	}
+	if !s.rowBinary {
+		return nil
+	}
+	cols, err := s.fetchColumns(ctx)
+	if err != nil {
+		return err
+	}
+	s.columns = cols
+	return nil
 }
 
 func (s *Sink) endpointFor(query string) string {
@@ -154,17 +167,44 @@ func (s *Sink) Close(context.Context) error {
 // it, so only refused rows are reported.
 func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	failed := connector.MessageErrors{}
-	todo := make([]int, 0, len(b.Messages))
-	for i := range b.Messages {
-		if err := s.checkRow(&b.Messages[i]); err != nil {
-			failed[i] = connector.Permanent(err)
-			continue
+	if s.rowBinary {
+		if s.columns == nil {
+			return errors.New("clickhouse: row_binary sink used before Open")
 		}
-		todo = append(todo, i)
+		if err := s.consumeRowBinary(ctx, b, failed); err != nil {
+			return err
+		}
+	} else {
+		todo := make([]int, 0, len(b.Messages))
+		for i := range b.Messages {
+			if err := s.checkRow(&b.Messages[i]); err != nil {
+				failed[i] = connector.Permanent(err)
+				continue
+			}
+			todo = append(todo, i)
+		}
+		rows := func(todo []int) []byte { return s.rows(b, todo) }
+		if err := s.insert(ctx, s.endpoint, todo, rows, failed); err != nil {
+			return err
+		}
 	}
+	level := slog.LevelDebug
+	if s.verbose {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "inserted batch", "table", s.target, "rows", len(b.Messages)-len(failed), "refused", len(failed))
+	if len(failed) > 0 {
+		return failed
+	}
+	return nil
+}
+
+// insert sends the rows todo (body encodes them) with one INSERT, taking
+// out a row ClickHouse refuses (into failed) and retrying the others.
+func (s *Sink) insert(ctx context.Context, endpoint string, todo []int, body func([]int) []byte, failed connector.MessageErrors) error {
 	retry := backoff.Backoff{Min: s.retryDelay, Max: s.retryDelay}
 	for attempt := 0; len(todo) > 0; {
-		_, err := s.post(ctx, s.endpoint, s.rows(b, todo))
+		_, err := s.post(ctx, endpoint, body(todo))
 		if err == nil {
 			break
 		}
@@ -184,14 +224,6 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 		if backoff.Sleep(ctx, retry.Next()) != nil {
 			return err
 		}
-	}
-	level := slog.LevelDebug
-	if s.verbose {
-		level = slog.LevelInfo
-	}
-	s.log.Log(ctx, level, "inserted batch", "table", s.target, "rows", len(b.Messages)-len(failed), "refused", len(failed))
-	if len(failed) > 0 {
-		return failed
 	}
 	return nil
 }

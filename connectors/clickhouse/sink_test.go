@@ -41,25 +41,27 @@ func lines(s string) []string {
 func TestSinkConformance(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, engine, idColumn, final string
-		idempotent                    bool
+		name, format, engine, idColumn, idType, final string
+		idempotent                                    bool
 	}{
-		{"MergeTree", "MergeTree ORDER BY n", "", "", false},
+		{"MergeTree", "json_each_row", "MergeTree ORDER BY n", "", "", "", false},
 		// Rows keyed by the Iggy message id collapse: replays add nothing.
-		{"ReplacingMergeTree by id", "ReplacingMergeTree ORDER BY iggy_id", "iggy_id", " FINAL", true},
+		{"ReplacingMergeTree by id", "json_each_row", "ReplacingMergeTree ORDER BY iggy_id", "iggy_id", "String", " FINAL", true},
+		{"row_binary MergeTree", "row_binary", "MergeTree ORDER BY n", "", "", "", false},
+		{"row_binary ReplacingMergeTree by UUID id", "row_binary", "ReplacingMergeTree ORDER BY iggy_id", "iggy_id", "UUID", " FINAL", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := chtest.Database(t)
 			cols := "n UInt32, text String"
 			if tc.idColumn != "" {
-				cols = tc.idColumn + " String, " + cols
+				cols = tc.idColumn + " " + tc.idType + ", " + cols
 			}
 			query(t, fmt.Sprintf("CREATE TABLE %s.events (%s) ENGINE = %s", db, cols, tc.engine))
 			connectortest.Sink(t, connectortest.SinkSuite{
 				New: func(t *testing.T) connector.Sink {
 					s, err := New(cfg(map[string]any{"url": chtest.URL(t), "database": db, "table": "events",
-						"id_column": tc.idColumn, "max_retries": int64(0)}))
+						"id_column": tc.idColumn, "max_retries": int64(0), "insert_format": tc.format}))
 					require.NoError(t, err)
 					return s
 				},
