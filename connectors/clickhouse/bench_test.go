@@ -12,13 +12,20 @@ import (
 )
 
 // BenchmarkSink inserts batches of 1000 200-byte JSON rows into a
-// MergeTree table, one INSERT per batch, as the runtime calls Consume.
+// MergeTree table, one INSERT per batch, as the runtime calls Consume,
+// in each insert format that takes JSON.
 func BenchmarkSink(b *testing.B) {
+	for _, format := range []string{"json_each_row", "row_binary"} {
+		b.Run(format, func(b *testing.B) { benchmarkSink(b, format) })
+	}
+}
+
+func benchmarkSink(b *testing.B, format string) {
 	db := chtest.Database(b)
 	if _, err := chtest.Query(chtest.URL(b), "CREATE TABLE "+db+".events (n UInt32, text String) ENGINE = MergeTree ORDER BY n"); err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(cfg(map[string]any{"url": chtest.URL(b), "database": db, "table": "events"}))
+	s, err := New(cfg(map[string]any{"url": chtest.URL(b), "database": db, "table": "events", "insert_format": format}))
 	if err != nil {
 		b.Fatal(err)
 	}

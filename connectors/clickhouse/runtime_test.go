@@ -53,12 +53,30 @@ verbose_logging = false
 `, extra, url, db)
 }
 
+// The upstream file runs in both JSON formats (row_binary: the same file
+// with insert_format changed, as upstream's README's RowBinary example),
+// and a refused row is dead-lettered with the reason: ClickHouse's own
+// for json_each_row, the encoder's, naming field and column type, for
+// row_binary.
 func TestUpstreamFileRunsAndDeadLettersARefusedRow(t *testing.T) {
 	t.Parallel()
+	for format, reason := range map[string][]string{
+		"json_each_row": {"Cannot parse input"},
+		"row_binary":    {`field "n"`, "column n UInt32", "not an integer"},
+	} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			upstreamFileRuns(t, format, reason)
+		})
+	}
+}
+
+func upstreamFileRuns(t *testing.T, format string, reason []string) {
 	db := chtest.Database(t)
 	query(t, "CREATE TABLE "+db+".events (n UInt32, text String) ENGINE = MergeTree ORDER BY n")
-	run := connectortest.Start(t, map[string]string{"ch.toml": upstreamTOML(chtest.URL(t), db,
-		"on_error = \"dead_letter\"\ndead_letter_topic = \"dlq\"\nretry_backoff = \"5ms\"")})
+	file := upstreamTOML(chtest.URL(t), db, "on_error = \"dead_letter\"\ndead_letter_topic = \"dlq\"\nretry_backoff = \"5ms\"")
+	file = strings.Replace(file, `insert_format = "json_each_row"`, fmt.Sprintf("insert_format = %q", format), 1)
+	run := connectortest.Start(t, map[string]string{"ch.toml": file})
 	admin, err := iggy.Dial(context.Background(), run.Runtime.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
 	require.NoError(t, err)
 	defer admin.Close()
@@ -88,7 +106,9 @@ func TestUpstreamFileRunsAndDeadLettersARefusedRow(t *testing.T) {
 	require.Equal(t, `{"n":"six","text":"refused"}`, string(dead[0].Payload))
 	v, ok := header.Get(dead[0].Headers, runtime.HeaderDLQError)
 	require.True(t, ok)
-	require.Contains(t, v.String(), "Cannot parse input", "ClickHouse's own reason")
+	for _, r := range reason {
+		require.Contains(t, v.String(), r)
+	}
 }
 
 // Ten kill -9 of the runtime mid-stream, file source → Iggy → ClickHouse
