@@ -263,7 +263,9 @@ func encodeDecimal(buf []byte, v any, t *chType) ([]byte, error) {
 		return buf, errors.New("not a decimal number")
 	}
 	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	if neg || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
 	whole, frac, _ := strings.Cut(s, ".")
 	if whole == "" && frac == "" || !digits(whole) || !digits(frac) {
 		return buf, errors.New("not a decimal number in plain notation")

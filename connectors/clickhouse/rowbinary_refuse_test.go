@@ -23,14 +23,14 @@ func TestRowBinaryDeadLettersWhatDoesNotFit(t *testing.T) {
 	s := rowBinarySink(t, db, "t", nil)
 	payloads := []string{
 		`{"n":1,"s":"a","d":"2024-01-01"}`,
-		`{"n":"six","s":"b","d":"2024-01-01"}`,             // not an integer
-		`{"n":300,"s":"c","d":"2024-01-01"}`,               // out of range
-		`{"n":4,"s":"long","d":"2024-01-01"}`,              // too long for FixedString(3)
-		`{"n":5,"d":"2024-01-01"}`,                         // missing, no DEFAULT
-		`{"n":6,"s":"f","d":"2024-13-01"}`,                 // no such date
-		`{"n":7,"s":null,"d":"2024-01-01"}`,                // null, not Nullable
-		`[1,2]`,                                            // no object
-		`{"n":9,"s":"i","d":"2024-01-01"} {"n":10}`,         // two values
+		`{"n":"six","s":"b","d":"2024-01-01"}`,            // not an integer
+		`{"n":300,"s":"c","d":"2024-01-01"}`,              // out of range
+		`{"n":4,"s":"long","d":"2024-01-01"}`,             // too long for FixedString(3)
+		`{"n":5,"d":"2024-01-01"}`,                        // missing, no DEFAULT
+		`{"n":6,"s":"f","d":"2024-13-01"}`,                // no such date
+		`{"n":7,"s":null,"d":"2024-01-01"}`,               // null, not Nullable
+		`[1,2]`,                                           // no object
+		`{"n":9,"s":"i","d":"2024-01-01"} {"n":10}`,       // two values
 		`{"n":11,"s":"k","d":"2024-01-01","tag":"given"}`, // a DEFAULT given: a second INSERT
 	}
 	want := map[int][]string{
@@ -113,6 +113,8 @@ func TestRowBinaryHostilePayloads(t *testing.T) {
 		`{"k":103,"s":"x","dec":"1","a":[[]]}`,
 		`{"k":104,"s":{"nested":1},"dec":"1","a":[]}`,
 		`{"k":105,"s":"x","dec":"NaN","a":[]}`,
+		`{"k":106,"s":"x","dec":"-+1","a":[]}`,
+		`{"k":107,"s":"x","dec":"1.","a":["\u0000",5,true,null]}`,
 	}
 	for _, p := range refused {
 		msgs = append(msgs, connector.Message{ID: uuid.New(), Payload: []byte(p)})
