@@ -195,10 +195,10 @@ func (p *linesProcess) settle(ctx context.Context) {
 // leaves the stream broken: the process is killed.
 func (p *linesProcess) write(ctx context.Context, line []byte) error {
 	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
 	dl, _ := ctx.Deadline()
 	_ = p.stdin.SetWriteDeadline(dl)
 	n, err := p.stdin.Write(line)
+	p.writeMu.Unlock() // kill takes it to close stdin
 	if err == nil {
 		return nil
 	}
@@ -206,6 +206,11 @@ func (p *linesProcess) write(ctx context.Context, line []byte) error {
 		p.kill("a line to it was cut in the middle: " + err.Error())
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if n == 0 && !dl.IsZero() {
+			// Nothing of the line went in before the deadline: the pipe is
+			// full, so the plugin does not read what the runtime writes.
+			p.kill("it does not read its standard input: a line to it could not be written before the call's deadline")
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -362,3 +362,53 @@ exit 0`)
 		t.Fatalf("the plugin read\n%s\nwant\n%s", strings.Join(l, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestLineSourceThatNeverReads: a source that writes batches and never
+// reads its standard input (not even the acks) fills the pipe; the Ack
+// that cannot be written ends it, with a reason that says so, instead of
+// hanging the runtime.
+func TestLineSourceThatNeverReads(t *testing.T) {
+	needShell(t)
+	t.Parallel()
+	m := script(t, "source", `while :; do echo '{"type":"batch","messages":[{"payload_text":"x"}]}'; done`)
+	m2 := strings.Replace(readFile(t, m), `call_timeout = "5s"`, `call_timeout = "1s"`, 1)
+	if err := os.WriteFile(m, []byte(m2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := registry().Resolve(connector.KindSource, m, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := info.NewSource(sinkConfig(t, map[string]any{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := src.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(ctx)
+	for acks := 0; ; acks++ {
+		b, err := src.Poll(ctx)
+		if err == nil {
+			err = src.(connector.Acker).Ack(ctx, b)
+		}
+		if err != nil {
+			if !connector.IsUnavailable(err) || !strings.Contains(err.Error(), "it does not read its standard input") {
+				t.Fatalf("after %d acks: %v\nwant unavailable, saying the plugin does not read", acks, err)
+			}
+			t.Logf("after %d acks: %v", acks, err)
+			return
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
