@@ -33,6 +33,11 @@ type Message struct {
 	// OriginTimestamp is when the message was made; zero means "when sent".
 	OriginTimestamp time.Time
 
+	// Route, on a message a source's transforms made (a wasm route
+	// verdict), sends it to this topic of each of the source's streams
+	// instead of the stream's own topic. Empty: the stream's topic.
+	Route string
+
 	// The fields below are set on messages a sink consumes.
 
 	Stream, Topic string

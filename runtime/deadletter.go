@@ -46,6 +46,14 @@ type deadLetter struct {
 	stream, topic string
 	key           string
 	rt            *Runtime // for errors naming a missing permission
+	what          string   // what the topic is, for errors: "dead-letter topic" when empty
+}
+
+func (d *deadLetter) label() string {
+	if d.what == "" {
+		return "dead-letter topic"
+	}
+	return d.what
 }
 
 func (d *deadLetter) send(ctx context.Context, failed []failure) error {
@@ -72,7 +80,7 @@ func (d *deadLetter) send(ctx context.Context, failed []failure) error {
 func (d *deadLetter) sendMessages(ctx context.Context, msgs []iggy.Message) error {
 	_, err := d.client.SendMessages(ctx, iggy.NamedID(d.stream), iggy.NamedID(d.topic), iggy.Balanced(), msgs)
 	if err != nil {
-		return fmt.Errorf("send to dead-letter topic %s/%s: %w", d.stream, d.topic, d.rt.explainDenied(err, actSend, d.stream, d.topic))
+		return fmt.Errorf("send to %s %s/%s: %w", d.label(), d.stream, d.topic, d.rt.explainDenied(err, actSend, d.stream, d.topic))
 	}
 	return nil
 }

@@ -324,7 +324,15 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 		failed = append(failed, failure{original, decodeError{f.Err}})
 	}
 	m.metrics.filtered.Add(float64(res.Filtered))
-	out.Messages, out.Schema = res.Messages, res.Schema
+	kept := res.Messages[:0]
+	for _, msg := range res.Messages {
+		if msg.Route != "" {
+			failed = append(failed, failure{msg, decodeError{fmt.Errorf("a transform routed the message to topic %q: routing is for sources (a sink's messages are in Iggy already)", msg.Route)}})
+			continue
+		}
+		kept = append(kept, msg)
+	}
+	out.Messages, out.Schema = kept, res.Schema
 	return out, failed
 }
 

@@ -56,6 +56,10 @@ type sourceRun struct {
 	// batch besides its messages, for the deliverer.
 	preparedMu sync.Mutex
 	prepared   map[*connector.Batch]preparation
+	// client is the run's connection to Iggy; routes are the topics
+	// messages were routed to (Message.Route), by stream and topic.
+	client *iggy.Client
+	routes map[[2]string]*sourceDLQ
 	// sourceState is the source's own part of the last state loaded or
 	// saved, saved again with the transforms' keyed state when a batch
 	// changes that but brings no new source state.
@@ -137,6 +141,7 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 		return fmt.Errorf("connect to iggy: %w", err)
 	}
 	defer client.Close()
+	r.client = client
 	dlqs := map[[2]string]*sourceDLQ{}
 	for i, p := range cfg.Producers {
 		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic),
@@ -544,6 +549,9 @@ func (r *sourceRun) send(ctx context.Context, e *encoded, sent []bool) error {
 			continue
 		}
 		sent[len(r.outputs)+k] = true
+		if l.routed {
+			r.m.metrics.sent.Add(float64(len(l.msgs)))
+		}
 	}
 	for i, o := range r.outputs {
 		if acks[i] == nil {

@@ -88,6 +88,9 @@ type encoded struct {
 type letters struct {
 	dlq  *sourceDLQ
 	msgs []iggy.Message
+	// routed: the messages a transform routed to this topic (see route),
+	// sent as they are; not dead letters.
+	routed bool
 }
 
 // sourceDLQ is a dead-letter topic of a source, shared by the outputs
@@ -140,6 +143,11 @@ func (r *sourceRun) encode(d *delivery) (*encoded, error) {
 			return nil, fmt.Errorf("a batch cannot be sent to stream %s/%s: %w", o.cfg.Stream, o.cfg.Topic, err)
 		}
 		e.outs[i], rejected = out, append(rejected, rej...)
+		rej, err = r.route(e, i, d.msgs, conv, stamps)
+		if err != nil {
+			return nil, err
+		}
+		rejected = append(rejected, rej...)
 	}
 	if len(rejected) == 0 {
 		return e, nil
@@ -182,6 +190,9 @@ func (o *output) encode(i int, msgs []connector.Message, conv codec.Convert, sta
 	from := make([]int, 0, len(msgs)) // the index in msgs of each of out
 	var rejected []rejection
 	for j := range msgs {
+		if msgs[j].Route != "" {
+			continue // sent to its route's topic (routes)
+		}
 		m, err := toIggy(&msgs[j], conv)
 		if err != nil {
 			rejected = append(rejected, rejection{j, i, err})
@@ -344,9 +355,69 @@ func (r *sourceRun) ensureLetters(ctx context.Context, e *encoded) error {
 			if !errors.Is(err, iggy.ErrConnection) {
 				err = permanentError{err}
 			}
-			return fmt.Errorf("dead-letter topic: %w", err)
+			return fmt.Errorf("%s: %w", l.dlq.label(), err)
 		}
 		l.dlq.ready = true
 	}
 	return nil
+}
+
+// route adds the messages of msgs a transform routed (Message.Route) to
+// e, for the i-th output: each goes, converted as the output's messages
+// are, to the topic it names in the output's stream (created when missing,
+// as dead-letter topics are). A route that is not a topic name is a
+// rejection. The ids follow stamps, as the output's messages do.
+func (r *sourceRun) route(e *encoded, i int, msgs []connector.Message, conv codec.Convert, stamps []stamp) ([]rejection, error) {
+	o := r.outputs[i]
+	var rejected []rejection
+	for j := range msgs {
+		topic := msgs[j].Route
+		if topic == "" {
+			continue
+		}
+		if len(topic) > 255 {
+			rejected = append(rejected, rejection{j, i, fmt.Errorf("routed to a topic name of %d bytes (at most 255)", len(topic))})
+			continue
+		}
+		m, err := toIggy(&msgs[j], conv)
+		if err == nil {
+			err = refused(m)
+		}
+		if err != nil {
+			rejected = append(rejected, rejection{j, i, err})
+			continue
+		}
+		if st := stamps[j]; st.id != ([16]byte{}) {
+			m.ID, m.OriginTimestamp = st.id, st.origin
+		}
+		target := r.routeTarget(o.cfg.Stream, topic)
+		k := slices.IndexFunc(e.letters, func(l *letters) bool { return l.dlq == target })
+		if k < 0 {
+			k = len(e.letters)
+			e.letters = append(e.letters, &letters{dlq: target, routed: true})
+		}
+		l := e.letters[k]
+		l.msgs = append(l.msgs, m)
+		if err := iggy.PrepareMessages(l.msgs[len(l.msgs)-1:]); err != nil {
+			return nil, fmt.Errorf("routed to %s/%s: %w", o.cfg.Stream, topic, err)
+		}
+		if stamps[j].id == ([16]byte{}) {
+			stamps[j] = stamp{l.msgs[len(l.msgs)-1].ID, l.msgs[len(l.msgs)-1].OriginTimestamp}
+		}
+	}
+	return rejected, nil
+}
+
+// routeTarget is the topic stream/topic that routed messages go to.
+func (r *sourceRun) routeTarget(stream, topic string) *sourceDLQ {
+	k := [2]string{stream, topic}
+	if r.routes == nil {
+		r.routes = map[[2]string]*sourceDLQ{}
+	}
+	t := r.routes[k]
+	if t == nil {
+		t = &sourceDLQ{deadLetter: deadLetter{client: r.client, stream: stream, topic: topic, key: r.m.key, rt: r.m.rt, what: "routed topic"}}
+		r.routes[k] = t
+	}
+	return t
 }

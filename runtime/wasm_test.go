@@ -330,3 +330,76 @@ function = "count"
 	e2.start()
 	require.Equal(t, want(1, 30), counts(30), "the count goes on from the saved state")
 }
+
+// A source's module routes the odd numbers to another topic of the
+// stream: they arrive there, the even ones in the stream's own topic, each
+// once, with one id; a sink's module that routes fails the message.
+func TestWasmRouteOnASource(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 30, batch: 7}
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1)+`
+[transforms.wasm]
+module = "guest.wasm"
+function = "route_odd"
+[transforms.wasm.config]
+topic = "odd_numbers"
+`)
+	rt := e.start()
+	ns := func(msgs []iggy.Message) []uint64 {
+		var out []uint64
+		for _, m := range msgs {
+			var v struct{ N uint64 }
+			require.NoError(t, json.Unmarshal(m.Payload, &v))
+			out = append(out, v.N)
+		}
+		return out
+	}
+	var even, odd []uint64
+	for i := uint64(0); i < 30; i++ {
+		if i%2 == 0 {
+			even = append(even, i)
+		} else {
+			odd = append(odd, i)
+		}
+	}
+	eventually(t, "every message in s/t or s/odd_numbers", func() bool {
+		return len(topicMessages(t, rt, "s", "t"))+len(topicMessages(t, rt, "s", "odd_numbers")) >= 30
+	})
+	require.Equal(t, even, ns(topicMessages(t, rt, "s", "t")))
+	require.Equal(t, odd, ns(topicMessages(t, rt, "s", "odd_numbers")), "routed, in order, once")
+	require.Empty(t, topicMessages(t, rt, "s", "numbers_dead_letter"))
+	require.Equal(t, "30", metric(rt, `iggy_connector_messages_sent_total{connector_key="numbers",connector_type="source"}`))
+	i := sourceStatus(rt, "numbers")
+	require.Equal(t, StatusRunning, i.Status, i.LastError)
+}
+
+func TestWasmRouteOnASinkIsDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	e.withGuest()
+	e.sources["numbers"] = &seqSource{max: 10, batch: 5}
+	sink := &collectSink{}
+	e.sinks["routing"] = sink
+	e.connector("numbers", strings.Replace(seqSourceTOML, "%s", "numbers", 1))
+	e.connector("routing", `
+type = "sink"
+key = "routing"
+path = "collect"
+[[streams]]
+stream = "s"
+topics = ["t"]
+on_error = "dead_letter"
+dead_letter_topic = "dlq"
+[transforms.wasm]
+module = "guest.wasm"
+function = "route_odd"
+`)
+	rt := e.start()
+	eventually(t, "the even ones at the sink, the odd ones dead-lettered", func() bool {
+		return len(sink.messages()) >= 5 && len(topicMessages(t, rt, "s", "dlq")) >= 5
+	})
+	require.Equal(t, []uint64{0, 2, 4, 6, 8}, sink.ns(t))
+	for _, m := range topicMessages(t, rt, "s", "dlq") {
+		require.Contains(t, headersOf(t, m)[HeaderDLQError], `routed the message to topic "odd": routing is for sources`)
+	}
+}

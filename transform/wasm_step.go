@@ -32,8 +32,9 @@ import (
 // A message's key is its "key" header (iggy.KeyHeader); the other headers
 // travel as headers. A replaced message keeps its id; of a split's
 // messages the first keeps it and the others get new ones when sent. A
-// route verdict fails the message: the runtime cannot send a message to
-// another topic yet. The keyed state (state_get, state_put) is per
+// route verdict sets the message's Route: on a source, the runtime sends it
+// to that topic of each of the source's streams; on a sink it fails (a
+// sink's messages are already in Iggy). The keyed state (state_get, state_put) is per
 // connector and transform, checkpointed by the runtime with each batch
 // (see Tx in state.go).
 type wasmStep struct {
@@ -172,7 +173,9 @@ func (t *wasmStep) ApplyBatch(ctx context.Context, msgs []connector.Message, _ c
 				outs[i].Out[k] = fromABI(&msgs[i], &v.Messages[k], k == 0)
 			}
 		case abi.Route:
-			outs[i].Err = fmt.Errorf("the module routes the message to topic %q: routing to another topic is not supported yet", v.Topic)
+			r := msgs[i]
+			r.Route = v.Topic
+			outs[i].Out = []connector.Message{r}
 		case abi.Fail:
 			outs[i].Err = fmt.Errorf("the module failed the message: %s", v.Reason)
 		}

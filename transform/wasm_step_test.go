@@ -104,7 +104,6 @@ func TestWasmFailuresFailTheBatch(t *testing.T) {
 	}{
 		{wasmSpecOf("spin", map[string]any{"timeout": "100ms"}), "transform wasm: wasm module ran past its timeout (100ms); stopped"},
 		{wasmSpecOf("grow", map[string]any{"memory_limit": "16MiB"}), "transform wasm: wasm module exceeded its memory limit (16 MiB); stopped"},
-		{wasmSpecOf("route", nil), `transform wasm: the module routes the message to topic "other": routing to another topic is not supported yet`},
 	} {
 		c := wasmChain(t, dir, tc.spec)
 		in := []connector.Message{{Payload: []byte(`{"n":0,"x":"spin grow"}`)}, {Payload: []byte(`{"n":2}`)}}
@@ -112,6 +111,20 @@ func TestWasmFailuresFailTheBatch(t *testing.T) {
 		require.Empty(t, res.Messages, tc.want)
 		require.Len(t, res.Failed, 2)
 		require.ErrorContains(t, res.Failed[0].Err, tc.want)
+	}
+}
+
+// A route verdict passes the message on unchanged, with its Route set.
+func TestWasmRouteSetsTheRoute(t *testing.T) {
+	t.Parallel()
+	c := wasmChain(t, guestDir(t), wasmSpecOf("route", nil))
+	in := []connector.Message{{Payload: []byte(`{"n":0}`)}, {Payload: []byte(`{"n":1}`)}}
+	res := c.ApplyBatch(context.Background(), in, connector.SchemaJSON)
+	require.Empty(t, res.Failed)
+	require.Len(t, res.Messages, 2)
+	for i, m := range res.Messages {
+		require.Equal(t, "other", m.Route)
+		require.Equal(t, in[i].Payload, m.Payload)
 	}
 }
 

@@ -144,6 +144,24 @@ func route(ptr unsafe.Pointer, n uint32) uint64 {
 	return each(ptr, n, func(*abi.Message) abi.Verdict { return abi.Verdict{Action: abi.Route, Topic: "other"} })
 }
 
+// route_odd routes messages whose "n" is odd to the topic the config's
+// "topic" names ("odd" by default) and keeps the others.
+//
+//go:wasmexport route_odd
+func routeOdd(ptr unsafe.Pointer, n uint32) uint64 {
+	var c struct{ Topic string }
+	_ = json.Unmarshal(guest.Config(), &c)
+	if c.Topic == "" {
+		c.Topic = "odd"
+	}
+	return each(ptr, n, func(m *abi.Message) abi.Verdict {
+		if v, ok := number(m.Payload); ok && v%2 == 1 {
+			return abi.Verdict{Action: abi.Route, Topic: c.Topic}
+		}
+		return abi.Verdict{Action: abi.Keep}
+	})
+}
+
 // count keeps a count per key in the keyed state and adds it to each
 // message as the header "count".
 //
