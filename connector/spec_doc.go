@@ -20,26 +20,56 @@ func Describe(w io.Writer, info Info) error {
 	if len(info.Aliases) > 0 {
 		fmt.Fprintf(&b, "path may also be: %s\n", strings.Join(info.Aliases, ", "))
 	}
-	b.WriteString("\nplugin_config:\n")
-	if info.Spec == nil || len(info.Spec.Fields) == 0 {
+	describeFields(&b, "plugin_config", info.Spec)
+	describeSample(&b, Sample(info))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// DescribeTable writes the reference of a table checked by spec (a
+// transform plugin's config) as Describe writes plugin_config, then the
+// sample configuration given.
+func DescribeTable(w io.Writer, table string, spec *Spec, sample string) error {
+	var b strings.Builder
+	describeFields(&b, table, spec)
+	describeSample(&b, sample)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func describeFields(b *strings.Builder, table string, spec *Spec) {
+	fmt.Fprintf(b, "\n%s:\n", table)
+	if spec == nil || len(spec.Fields) == 0 {
 		b.WriteString("  (no settings)\n")
-	} else {
-		for _, r := range rows(info.Spec.Fields, "") {
-			fmt.Fprintf(&b, "  %-26s %s%s\n", r.name, r.typ, r.flags())
-			if r.doc != "" {
-				fmt.Fprintf(&b, "  %-26s %s\n", "", r.doc)
-			}
+		return
+	}
+	for _, r := range rows(spec.Fields, "") {
+		fmt.Fprintf(b, "  %-26s %s%s\n", r.name, r.typ, r.flags())
+		if r.doc != "" {
+			fmt.Fprintf(b, "  %-26s %s\n", "", r.doc)
 		}
 	}
+}
+
+func describeSample(b *strings.Builder, sample string) {
 	b.WriteString("\nsample:\n\n")
-	for _, line := range strings.SplitAfter(Sample(info), "\n") {
+	for _, line := range strings.SplitAfter(sample, "\n") {
 		if line != "" && line != "\n" {
 			b.WriteString("  ")
 		}
 		b.WriteString(line)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+}
+
+// SampleSettings are the keys of spec as Sample writes them under
+// [plugin_config]: required ones with their examples, the rest commented
+// out with their defaults.
+func SampleSettings(spec *Spec) string {
+	var b strings.Builder
+	if spec != nil {
+		writeSample(&b, spec.Fields, "")
+	}
+	return b.String()
 }
 
 // Markdown writes a connector's reference as a Markdown section.
@@ -80,9 +110,7 @@ func Sample(info Info) string {
 		b.WriteString("topics = [\"example_topic\"]\n")
 	}
 	b.WriteString("\n[plugin_config]\n")
-	if info.Spec != nil {
-		writeSample(&b, info.Spec.Fields, "")
-	}
+	b.WriteString(SampleSettings(info.Spec))
 	return b.String()
 }
 

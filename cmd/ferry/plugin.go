@@ -51,6 +51,10 @@ func newPluginDescribeCmd() *cobra.Command {
 				}
 				if k == plugin.KindTransform {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s transform: %s\n", d.Name, d.Summary)
+					sample := fmt.Sprintf("[transforms.plugin]\npath = %q\n\n[transforms.plugin.config]\n%s", args[0], connector.SampleSettings(d.Spec))
+					if err := connector.DescribeTable(cmd.OutOrStdout(), "transforms.plugin.config", d.Spec, sample); err != nil {
+						return err
+					}
 					continue
 				}
 				info := d.Info(connector.Kind(k))

@@ -41,6 +41,18 @@ func TestPluginDescribe(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "shell-sink sink: appends each message's payload")
 	require.Contains(t, out, "transport lines")
+
+	// A transform plugin: its config table and a [transforms.plugin] sample.
+	tdir := t.TempDir()
+	buildPlugin(t, tdir, "examples/plugins/go-transform")
+	require.NoError(t, os.WriteFile(filepath.Join(tdir, "ferry-plugin.toml"),
+		[]byte("name = \"go-transform\"\nkind = \"transform\"\ncommand = \"./go-transform\"\nspec = \"call\"\n"), 0o644))
+	out, err = ferry(t, "", "plugin", "describe", tdir)
+	require.NoError(t, err)
+	for _, want := range []string{"go-transform transform: upper-cases a field", "transforms.plugin.config:", "field", "required",
+		"[transforms.plugin]\n  path = ", "[transforms.plugin.config]\n  field = \"name\""} {
+		require.Contains(t, out, want)
+	}
 }
 
 // addScript is a --add command: it appends $1 numbered JSON lines to the
