@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/ferryhq/ferry/internal/units"
 	"github.com/ferryhq/ferry/transform/wasm"
 	"github.com/ferryhq/ferry/transform/wasm/abi"
 	"github.com/spf13/cobra"
@@ -40,8 +40,8 @@ func newTransformTestCmd() *cobra.Command {
 		batch            int
 	)
 	cmd := &cobra.Command{
-		Use:   "test MODULE.wasm",
-		Short: "Run a WebAssembly transform on NDJSON lines from standard input and print its verdict for each",
+		Use:   "test MODULE.wasm|PLUGIN",
+		Short: "Run a WebAssembly transform or a transform plugin on NDJSON lines from standard input and print its verdict for each",
 		Long: `Run a WebAssembly transform module on standard input, one message
 payload per line, and print what the module does to each line:
 
@@ -58,9 +58,17 @@ payload per line, and print what the module does to each line:
 The module runs as in [transforms.wasm]: sandboxed, with the same limits.
 Its log calls go to standard error, its counters are printed at the end.
 --config is the config table, as inline JSON or a .json or .toml file.
-The exit status is 1 when a call failed.`,
+The exit status is 1 when a call failed.
+
+PLUGIN (a ferry-plugin.toml, its directory or an executable) is a transform
+plugin (docs/plugins.md), run as [transforms.plugin] runs it; --config is
+then checked against its spec, and the other flags but --batch do not
+apply.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isWasm(args[0]) {
+				return transformPluginTest(cmd, args[0], cfgArg, max(batch, 1))
+			}
 			code, err := os.ReadFile(args[0])
 			if err != nil {
 				return err
@@ -69,13 +77,13 @@ The exit status is 1 when a call failed.`,
 			if err != nil {
 				return fmt.Errorf("--config: %w", err)
 			}
-			limit, err := parseSize(memLimit)
+			limit, err := units.ParseSize(memLimit)
 			if err != nil {
 				return fmt.Errorf("--memory-limit: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			mod, err := wasm.New(cmd.Context(), code, wasm.Config{Function: function, Config: cfgJSON, Timeout: timeout,
-				MemoryLimit: limit, AllowClock: allowClock, Logger: log})
+				MemoryLimit: int64(limit), AllowClock: allowClock, Logger: log})
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
@@ -215,25 +223,4 @@ func transformConfig(arg string) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(v)
-}
-
-// parseSize reads 1048576, "64MiB", "1GB".
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, errors.New("expected a size such as 67108864 or 64MiB")
-	}
-	return n * mult, nil
 }

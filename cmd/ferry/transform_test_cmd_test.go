@@ -55,3 +55,29 @@ func TestTransformTestReportsAStoppedModule(t *testing.T) {
 	_, _, err = transformTest(t, "", "--function", "nope")
 	require.ErrorContains(t, err, `the module does not export the function "nope"`)
 }
+
+// `ferry transform test PLUGIN` runs a transform plugin as
+// [transforms.plugin] does, its --config checked against its spec.
+func TestTransformTestOnAPlugin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	buildPlugin(t, dir, "examples/plugins/go-transform")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ferry-plugin.toml"),
+		[]byte("name = \"go-transform\"\nkind = \"transform\"\ncommand = \"./go-transform\"\nspec = \"call\"\n"), 0o644))
+	run := func(stdin string, args ...string) (string, error) {
+		cmd := newRootCmd()
+		var out, errOut bytes.Buffer
+		cmd.SetIn(strings.NewReader(stdin))
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"transform", "test", dir}, args...))
+		err := cmd.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	out, err := run("{\"name\":\"ann\"}\n{\"drop\":true}\n{\"name\":[\"a\",\"b\"]}\n[1]\n", "--config", `{"field":"name"}`)
+	require.NoError(t, err)
+	require.Equal(t, "1: replace {\"name\":\"ANN\"}\n2: drop\n3: split into 2\n     {\"name\":\"a\"}\n     {\"name\":\"b\"}\n"+
+		"4: fail: the plugin failed the message: not a JSON object\n", out)
+	_, err = run("{}\n")
+	require.ErrorContains(t, err, "config.field: required key is missing")
+}
