@@ -91,10 +91,11 @@ func (t *Transform) ApplyBatch(ctx context.Context, msgs []connector.Message, sc
 	}
 	req := &pluginpb.ApplyRequest{Schema: string(schema), Messages: plugin.MessagesToProto(msgs)}
 	var resp *pluginpb.ApplyResponse
+	var made [][]connector.Message // per verdict, its messages
 	err = t.sup.call(ctx, p, "Apply", t.sup.m.Limits.CallTimeout, func(ctx context.Context) error {
 		var err error
 		if resp, err = p.rpc().transform.Apply(ctx, req); err == nil {
-			err = checkApply(resp, len(msgs), schema)
+			made, err = checkApply(resp, len(msgs), schema)
 		}
 		return err
 	})
@@ -112,15 +113,9 @@ func (t *Transform) ApplyBatch(ctx context.Context, msgs []connector.Message, sc
 			outs[i].Keep = true
 		case pluginpb.VerdictKind_VERDICT_KIND_DROP:
 		case pluginpb.VerdictKind_VERDICT_KIND_REPLACE, pluginpb.VerdictKind_VERDICT_KIND_SPLIT:
-			for k, pm := range v.Messages {
-				m, err := plugin.MessageFromProto(pm)
-				if err != nil { // checkApply converted them once already
-					return nil, connector.Unavailable(t.sup.broken(p, fmt.Sprintf("Apply answered a bad message: %v", err)))
-				}
+			// A split into nothing leaves Out empty: dropped.
+			for k, m := range made[i] {
 				outs[i].Out = append(outs[i].Out, withOrigin(&msgs[i], m, k == 0))
-			}
-			if v.Kind == pluginpb.VerdictKind_VERDICT_KIND_SPLIT && len(v.Messages) == 0 {
-				outs[i].Out = nil // split into nothing: dropped
 			}
 		case pluginpb.VerdictKind_VERDICT_KIND_FAIL:
 			outs[i].Err = fmt.Errorf("the plugin failed the message: %s", v.Reason)
@@ -145,41 +140,43 @@ func withOrigin(orig *connector.Message, m connector.Message, keepID bool) conne
 
 // checkApply refuses answers the contract does not allow: a count of
 // verdicts other than the batch's, a replace without exactly one message,
-// messages that do not convert, or another schema.
-func checkApply(resp *pluginpb.ApplyResponse, n int, schema connector.Schema) error {
+// messages that do not convert, or another schema. It returns each
+// verdict's messages, converted.
+func checkApply(resp *pluginpb.ApplyResponse, n int, schema connector.Schema) ([][]connector.Message, error) {
 	if resp.Error != nil {
 		if len(resp.Verdicts) > 0 {
-			return garbage{errors.New("both an error of the whole batch and verdicts")}
+			return nil, garbage{errors.New("both an error of the whole batch and verdicts")}
 		}
-		return nil
+		return nil, nil
 	}
 	if len(resp.Verdicts) != n {
-		return garbagef("%d verdicts for a batch of %d", len(resp.Verdicts), n)
+		return nil, garbagef("%d verdicts for a batch of %d", len(resp.Verdicts), n)
 	}
+	made := make([][]connector.Message, n)
 	for i, v := range resp.Verdicts {
 		if v.Schema != "" && v.Schema != string(schema) {
-			return garbagef("verdict %d changes the schema to %q (from %q), which a transform plugin may not", i, v.Schema, schema)
+			return nil, garbagef("verdict %d changes the schema to %q (from %q), which a transform plugin may not", i, v.Schema, schema)
 		}
 		switch v.Kind {
 		case pluginpb.VerdictKind_VERDICT_KIND_KEEP, pluginpb.VerdictKind_VERDICT_KIND_DROP, pluginpb.VerdictKind_VERDICT_KIND_FAIL:
 			if len(v.Messages) > 0 {
-				return garbagef("verdict %d (%s) carries messages", i, v.Kind)
+				return nil, garbagef("verdict %d (%s) carries messages", i, v.Kind)
 			}
 		case pluginpb.VerdictKind_VERDICT_KIND_REPLACE:
 			if len(v.Messages) != 1 {
-				return garbagef("verdict %d replaces with %d messages, not one", i, len(v.Messages))
+				return nil, garbagef("verdict %d replaces with %d messages, not one", i, len(v.Messages))
 			}
 		case pluginpb.VerdictKind_VERDICT_KIND_SPLIT:
 		default:
-			return garbagef("verdict %d has the unknown kind %d", i, v.Kind)
+			return nil, garbagef("verdict %d has the unknown kind %d", i, v.Kind)
 		}
-		for k, pm := range v.Messages {
-			if _, err := plugin.MessageFromProto(pm); err != nil {
-				return garbagef("verdict %d, message %d: %v", i, k, err)
-			}
+		ms, err := plugin.MessagesFromProto(v.Messages)
+		if err != nil {
+			return nil, garbagef("verdict %d: %v", i, err)
 		}
+		made[i] = ms
 	}
-	return nil
+	return made, nil
 }
 
 // Apply runs the plugin on one message (transform.Transform); a split is
