@@ -89,7 +89,9 @@ func NewSink(cfg connector.Config) (connector.Sink, error) {
 	}
 	s := &Sink{subject: set.String("subject"), stream: set.String("stream"), metadata: set.Bool("include_metadata"),
 		maxInFlight: set.Int("max_in_flight"), log: log}
-	s.conn = newConnection(set, func(what string, err error) { log.Warn("NATS connection "+what, "server", s.conn.safeURL, "error", err) })
+	s.conn = newConnection(set, func(what string, err error) {
+		log.Warn("NATS connection "+what, "server", s.conn.safeURL, "error", err)
+	})
 	if s.stream != "" && s.conn.mode == modeCore {
 		return nil, set.Errorf("stream", "is for mode = %q; core NATS publishes to no stream", modeJetStream)
 	}

@@ -72,7 +72,7 @@ func TestSinkConformance(t *testing.T) {
 			return s
 		},
 		Read:       func(t *testing.T) []string { return storedPayloads(t, js, n.Stream) },
-		Idempotent: true, // Nats-Msg-Id within the stream's duplicate window
+		Idempotent: true,                                                  // Nats-Msg-Id within the stream's duplicate window
 		Poison:     []byte(`{"big":"` + strings.Repeat("x", 5000) + `"}`), // above the stream's max_msg_size
 	})
 }
