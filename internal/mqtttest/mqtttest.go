@@ -1,0 +1,122 @@
+// Package mqtttest gives tests a real MQTT broker (Debian's mosquitto
+// 2.0.11), through servertest: the broker scripts/test.sh started
+// (FERRY_TEST_MQTT_URL, tcp://127.0.0.1:PORT), or one the test binary
+// starts for itself (the program FERRY_MOSQUITTO_SERVER names, else
+// mosquitto on PATH or /usr/sbin/mosquitto); FERRY_REQUIRE_MQTT=1 turns a
+// skip for want of it into a failure.
+//
+// The broker listens on 127.0.0.1 only, takes anonymous clients, and
+// keeps persistent sessions in DIR/mosquitto.db. What mosquitto keeps
+// across a kill -9 is what its last save of that file holds: retained
+// messages, persistent (clean session false) clients with their
+// subscriptions, and the QoS 1/2 messages queued or in flight for them.
+// It saves only at autosave points; here autosave_on_changes with
+// autosave_interval 1 saves after every change it counts (a subscription,
+// a retained message, a queued message), so what is lost to a kill is
+// the change of the event-loop turn the kill interrupts — a message
+// mosquitto acknowledged to its publisher in the same turn can be lost.
+// The inflight window and the offline queue are unlimited
+// (max_inflight_messages 0, max_queued_messages 0): mosquitto's defaults
+// of 20 and 1000 would drop queued messages beyond 1000 for an offline
+// session, which a production broker must size for its consumers.
+//
+// Tests share the broker and keep apart by topics and client ids of
+// their own (Name). A test that takes the broker down gets one of its own
+// with Private, and stops and starts it with Halt and Resume (same port,
+// same persistence file).
+//
+//	func TestMain(m *testing.M) { mqtttest.Main(m) }
+package mqtttest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ferryhq/ferry/internal/servertest"
+)
+
+// Server is the MQTT (mosquitto) kind of test server.
+var Server = &servertest.Server{
+	Name:       "MQTT broker (mosquitto)",
+	URLEnv:     "FERRY_TEST_MQTT_URL",
+	RequireEnv: "FERRY_REQUIRE_MQTT",
+	Start:      start,
+}
+
+var names atomic.Int64
+
+// Main runs the tests and stops a broker they started.
+func Main(m *testing.M) { servertest.Main(m, Server) }
+
+// URL returns the tcp:// URL of the shared test broker.
+func URL(tb testing.TB) string { tb.Helper(); return Server.URL(tb) }
+
+// Name returns a name (a topic level or a client id) no other test uses.
+func Name(tb testing.TB, what string) string {
+	return fmt.Sprintf("ferry-test-%s-%d-%d", what, os.Getpid(), names.Add(1))
+}
+
+// Own is a broker only one test uses (Private), with Halt and Resume.
+type Own = servertest.Own
+
+// Private starts a broker only the calling test uses; it is stopped at
+// the end of the test.
+func Private(tb testing.TB) *Own { tb.Helper(); return Server.Private(tb) }
+
+// Config is the mosquitto configuration for a broker on port with its
+// files in dir (see the package doc).
+func Config(dir string, port int) string {
+	return fmt.Sprintf(`listener %d 127.0.0.1
+allow_anonymous true
+persistence true
+persistence_location %s/
+autosave_interval 1
+autosave_on_changes true
+max_inflight_messages 0
+max_queued_messages 0
+log_dest file %s/mosquitto.log
+log_type error
+log_type warning
+`, port, dir, dir)
+}
+
+// start runs mosquitto on a free loopback port with its files in a
+// directory of its own.
+func start() (*servertest.Process, string, error) {
+	bin, err := servertest.Find("FERRY_MOSQUITTO_SERVER", "mosquitto", "/usr/sbin/mosquitto")
+	if err != nil {
+		return nil, "", fmt.Errorf("%w; Debian: apt-get install mosquitto", err)
+	}
+	dir, err := servertest.TempDir("mosquitto")
+	if err != nil {
+		return nil, "", err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := servertest.FreePort()
+		if err != nil {
+			return nil, "", err
+		}
+		conf := filepath.Join(dir, "mosquitto.conf")
+		if err := os.WriteFile(conf, []byte(Config(dir, port)), 0o644); err != nil {
+			return nil, "", fmt.Errorf("mosquitto config: %w", err)
+		}
+		p, err := servertest.Start(servertest.Command{
+			Args:  []string{bin, "-c", conf},
+			Env:   []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir},
+			Dir:   dir,
+			User:  "mosquitto",
+			Ready: servertest.Dial(fmt.Sprintf("127.0.0.1:%d", port)),
+			Log:   "mosquitto.log",
+		})
+		if err == nil {
+			return p, fmt.Sprintf("tcp://127.0.0.1:%d", port), nil
+		}
+		lastErr = err
+	}
+	_ = os.RemoveAll(dir)
+	return nil, "", lastErr
+}
