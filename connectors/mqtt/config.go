@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferryhq/ferry/connector"
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/ferryhq/ferry/connector"
 )
 
 // maxPacket is MQTT 3.1.1's largest remaining length of a packet

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectortest"
 	"github.com/ferryhq/ferry/internal/mqtttest"
-	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/require"
 )
 

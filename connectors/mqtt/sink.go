@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferryhq/ferry/connector"
 	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/ferryhq/ferry/connector"
 )
 
 func init() {
