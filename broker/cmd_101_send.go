@@ -27,6 +27,7 @@ package broker
 
 import (
 	"errors"
+	"time"
 
 	"github.com/ferryhq/ferry/broker/storage"
 	"github.com/ferryhq/ferry/iggy/wire"
@@ -56,13 +57,17 @@ func handleSend(b *Broker, r *request) reply {
 	}
 	p.mu.Lock()
 	base := p.log.NextOffset()
-	ts := max(nowMicros(), p.lastTS)
-	r.c.checker.Stamp(req.Batch, uint64(p.id), base, ts)
-	err := p.log.Append(req.Batch)
-	if err == nil {
-		p.lastTS = ts
+	batch, count, ids, err := p.dedupe(r, req.Batch, req.Count)
+	if err == nil && batch != nil {
+		ts := max(nowMicros(), p.lastTS)
+		r.c.checker.Stamp(batch, uint64(p.id), base, ts)
+		if err = p.log.Append(batch); err == nil {
+			p.lastTS = ts
+			p.remember(ids)
+		}
 	}
 	p.mu.Unlock()
+	req.Count = count
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) { // deleted meanwhile
 			return status(wire.ErrResourceNotFound.Code)
@@ -71,6 +76,40 @@ func handleSend(b *Broker, r *request) reply {
 	}
 	p.topic.traffic.in(req.Count, len(req.Batch))
 	return rawOf(&wire.SendReply{{Stream: sid, Topic: tid, Partition: p.id, BaseOffset: base}})
+}
+
+// dedupe is the batch to append (nil: none, every message was sent
+// before) and its message count, when the partition deduplicates by id
+// (dedup.go); the batch itself otherwise. A batch it rebuilds is checked
+// again, so Stamp has its sums. Caller holds p.mu.
+func (p *partition) dedupe(r *request, batch []byte, count uint32) ([]byte, uint32, [][16]byte, error) {
+	if p.ids == nil {
+		return batch, count, nil, nil
+	}
+	kept, ids, err := p.ids.filter(batch, time.Now())
+	if err != nil || kept == nil {
+		return nil, 0, nil, err
+	}
+	if len(kept) != len(batch) {
+		h, err := r.c.checker.ValidateSend(kept)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		count = h.Count
+	}
+	return kept, count, ids, nil
+}
+
+// remember adds the ids of an appended batch to the partition's recent
+// ids. Caller holds p.mu.
+func (p *partition) remember(ids [][16]byte) {
+	if p.ids == nil {
+		return
+	}
+	now := time.Now()
+	for _, id := range ids {
+		p.ids.add(id, now)
+	}
 }
 
 // pickPartition resolves a partitioning to a partition id; an id that

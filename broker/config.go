@@ -105,6 +105,9 @@ type Config struct {
 	// never log in cannot keep a client that does from connecting.
 	// Default 1000, or MaxConns if that is smaller; at most MaxConns.
 	MaxUnauthConns int
+	// Dedup turns on message deduplication by id (see dedup.go); default
+	// off, as upstream's.
+	Dedup Dedup
 	// RetentionInterval is the period of the sweep that applies
 	// message_expiry and max_topic_size. Default 10s.
 	RetentionInterval time.Duration

@@ -190,7 +190,7 @@ func (b *Broker) fsyncEach(t *topic) bool {
 // empty directory, whatever a crash or a failed delete left there; an
 // existing one is recovered.
 func (b *Broker) openPartition(t *topic, id uint32, createdAt uint64, fresh bool) (*partition, error) {
-	p := &partition{topic: t, id: id, createdAt: createdAt}
+	p := &partition{topic: t, id: id, createdAt: createdAt, ids: newDedupIDs(b.cfg.Dedup)}
 	opts := storage.Options{SegmentSize: t.opts.SegmentSize, Fsync: b.fsyncEach(t), Logger: b.log}
 	if b.cfg.DataDir == "" {
 		p.log = storage.NewMemory(opts)

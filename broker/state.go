@@ -45,8 +45,9 @@ type partition struct {
 	dir       string // "" in memory
 	log       storage.Log
 
-	mu     sync.Mutex // serializes Append; guards lastTS
+	mu     sync.Mutex // serializes Append; guards lastTS and ids
 	lastTS uint64     // the last base_timestamp given out
+	ids    *dedupIDs  // recent message ids; nil without deduplication
 
 	offMu   sync.Mutex // guards offsets
 	offsets *offsetStore

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/broker"
+	"github.com/ferryhq/ferry/internal/units"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -19,10 +21,14 @@ import (
 // [tcp] and [tcp.tls] sections of the server's config.toml (any key is
 // IGGY_<SECTION>_<KEY>). A flag given on the command line wins.
 const (
-	envTCPAddress     = "IGGY_TCP_ADDRESS"
-	envTCPTLSEnabled  = "IGGY_TCP_TLS_ENABLED"
-	envTCPTLSCertFile = "IGGY_TCP_TLS_CERT_FILE"
-	envTCPTLSKeyFile  = "IGGY_TCP_TLS_KEY_FILE"
+	envTCPAddress = "IGGY_TCP_ADDRESS"
+	// Upstream's [system.message_deduplication].
+	envDedupEnabled    = "IGGY_SYSTEM_MESSAGE_DEDUPLICATION_ENABLED"
+	envDedupMaxEntries = "IGGY_SYSTEM_MESSAGE_DEDUPLICATION_MAX_ENTRIES"
+	envDedupExpiry     = "IGGY_SYSTEM_MESSAGE_DEDUPLICATION_EXPIRY"
+	envTCPTLSEnabled   = "IGGY_TCP_TLS_ENABLED"
+	envTCPTLSCertFile  = "IGGY_TCP_TLS_CERT_FILE"
+	envTCPTLSKeyFile   = "IGGY_TCP_TLS_KEY_FILE"
 )
 
 // serveListener is the TCP listener part of ferry serve's configuration.
@@ -92,6 +98,8 @@ func newServeCmd() *cobra.Command {
 		fsyncInterval, loginTimeout time.Duration
 		maxConns, maxUnauthConns    int
 		jsonLogs, verbose           bool
+		dedupEntries                int
+		dedupExpiry                 time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -106,6 +114,10 @@ Other users, their permissions and tokens: ` + "`ferry user`" + ` and ` + "`ferr
 
 Upstream's environment names configure the TCP listener too: IGGY_TCP_ADDRESS,
 and with IGGY_TCP_TLS_ENABLED=true, IGGY_TCP_TLS_CERT_FILE and IGGY_TCP_TLS_KEY_FILE.
+Message deduplication by id (upstream's [system.message_deduplication]):
+--dedup-max-entries, or IGGY_SYSTEM_MESSAGE_DEDUPLICATION_ENABLED=true with
+IGGY_SYSTEM_MESSAGE_DEDUPLICATION_MAX_ENTRIES and _EXPIRY; a message whose id
+its partition remembers is not appended again (kept in memory, as upstream).
 A flag given on the command line wins over its variable.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -125,6 +137,10 @@ A flag given on the command line wins over its variable.`,
 			if err != nil {
 				return err
 			}
+			dedup, err := resolveDedup(cmd.Flags(), dedupEntries, dedupExpiry, os.Getenv)
+			if err != nil {
+				return usageError{err}
+			}
 			for _, w := range l.warnings {
 				log.Warn(w)
 			}
@@ -142,6 +158,7 @@ A flag given on the command line wins over its variable.`,
 				LoginTimeout:   loginTimeout,
 				MaxConns:       maxConns,
 				MaxUnauthConns: maxUnauthConns,
+				Dedup:          dedup,
 				Logger:         log,
 			})
 			if err != nil {
@@ -174,6 +191,9 @@ A flag given on the command line wins over its variable.`,
 		"most connections that have not logged in; over it the oldest of them is closed (lowered to --max-conns when not given)")
 	f.DurationVar(&loginTimeout, "login-timeout", 30*time.Second,
 		"close a connection that has not logged in this long after connecting; requests before login do not extend it")
+	f.IntVar(&dedupEntries, "dedup-max-entries", 0, "deduplicate messages by id: how many recent ids each partition remembers (0 = off; environment: "+
+		envDedupEnabled+" and "+envDedupMaxEntries+", default 10000 when enabled)")
+	f.DurationVar(&dedupExpiry, "dedup-expiry", 0, "forget a remembered id after this long (0 = never; environment: "+envDedupExpiry+")")
 	f.BoolVar(&jsonLogs, "log-json", false, "log as JSON instead of text")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
@@ -206,4 +226,41 @@ func defaultDataDir() string {
 		return filepath.Join(home, ".local", "share", "ferry", "broker")
 	}
 	return "local_data"
+}
+
+// defaultDedupEntries is upstream's max_entries when deduplication is
+// enabled without one.
+const defaultDedupEntries = 10000
+
+// resolveDedup is the broker's deduplication from the flags and, for
+// flags not given, upstream's environment names.
+func resolveDedup(f *pflag.FlagSet, entries int, expiry time.Duration, getenv func(string) string) (broker.Dedup, error) {
+	if !f.Changed("dedup-max-entries") {
+		switch v := strings.TrimSpace(getenv(envDedupEnabled)); v {
+		case "", "false", "0":
+		case "true", "1":
+			entries = defaultDedupEntries
+			if n := strings.TrimSpace(getenv(envDedupMaxEntries)); n != "" {
+				var err error
+				if entries, err = strconv.Atoi(n); err != nil || entries <= 0 {
+					return broker.Dedup{}, fmt.Errorf("%s=%q: want a count above 0", envDedupMaxEntries, n)
+				}
+			}
+		default:
+			return broker.Dedup{}, fmt.Errorf("%s=%q: want true or false", envDedupEnabled, v)
+		}
+	}
+	if !f.Changed("dedup-expiry") {
+		if v := strings.TrimSpace(getenv(envDedupExpiry)); v != "" {
+			d, err := units.ParseDuration(v)
+			if err != nil {
+				return broker.Dedup{}, fmt.Errorf("%s=%q: %w", envDedupExpiry, v, err)
+			}
+			expiry = d
+		}
+	}
+	if entries < 0 || expiry < 0 {
+		return broker.Dedup{}, fmt.Errorf("--dedup-max-entries and --dedup-expiry must not be negative")
+	}
+	return broker.Dedup{MaxEntries: entries, Expiry: expiry}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/broker"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -259,6 +260,42 @@ func TestResolveListener(t *testing.T) {
 			require.Contains(t, got.warnings[0], tc.warn, "case %d", i)
 		}
 		got.warnings = nil
+		require.Equal(t, tc.want, got, "case %d", i)
+	}
+}
+
+// Deduplication from the flags, else from upstream's environment names.
+func TestResolveDedup(t *testing.T) {
+	t.Parallel()
+	for i, tc := range []struct {
+		args []string
+		env  map[string]string
+		want broker.Dedup
+		err  string
+	}{
+		{want: broker.Dedup{}},
+		{env: map[string]string{envDedupEnabled: "true"}, want: broker.Dedup{MaxEntries: defaultDedupEntries}},
+		{env: map[string]string{envDedupEnabled: "true", envDedupMaxEntries: "50", envDedupExpiry: "1m"},
+			want: broker.Dedup{MaxEntries: 50, Expiry: time.Minute}},
+		{env: map[string]string{envDedupEnabled: "false", envDedupMaxEntries: "50"}, want: broker.Dedup{}},
+		{args: []string{"--dedup-max-entries", "7", "--dedup-expiry", "2s"}, env: map[string]string{envDedupEnabled: "true", envDedupExpiry: "1m"},
+			want: broker.Dedup{MaxEntries: 7, Expiry: 2 * time.Second}},
+		{env: map[string]string{envDedupEnabled: "yes"}, err: envDedupEnabled},
+		{env: map[string]string{envDedupEnabled: "true", envDedupMaxEntries: "-3"}, err: envDedupMaxEntries},
+		{env: map[string]string{envDedupExpiry: "soon"}, err: envDedupExpiry},
+	} {
+		var entries int
+		var expiry time.Duration
+		cmd := &cobra.Command{}
+		cmd.Flags().IntVar(&entries, "dedup-max-entries", 0, "")
+		cmd.Flags().DurationVar(&expiry, "dedup-expiry", 0, "")
+		require.NoError(t, cmd.Flags().Parse(tc.args), "case %d", i)
+		got, err := resolveDedup(cmd.Flags(), entries, expiry, func(k string) string { return tc.env[k] })
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "case %d", i)
+			continue
+		}
+		require.NoError(t, err, "case %d", i)
 		require.Equal(t, tc.want, got, "case %d", i)
 	}
 }
