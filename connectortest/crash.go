@@ -68,12 +68,12 @@ type CrashEnv struct {
 	Kills int
 }
 
-// NewCrashEnv starts a broker and writes the runtime's configuration and
-// the connector files (file name → TOML). Streams and topics the
-// connectors name are created when missing.
-func NewCrashEnv(t *testing.T, connectors map[string]string) *CrashEnv {
+// NewCrashEnv starts a broker (configured by opts) and writes the
+// runtime's configuration and the connector files (file name → TOML).
+// Streams and topics the connectors name are created when missing.
+func NewCrashEnv(t *testing.T, connectors map[string]string, opts ...brokertest.Option) *CrashEnv {
 	t.Helper()
-	b := brokertest.Start(t)
+	b := brokertest.Start(t, opts...)
 	dir := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
 	cfg := fmt.Sprintf("[iggy]\naddress = %q\nusername = \"iggy\"\npassword = \"iggy\"\ncreate_missing = true\n"+
