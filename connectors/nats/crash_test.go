@@ -79,3 +79,67 @@ stream = %q
 	require.Len(t, got, total, "no message stored twice")
 	t.Logf("%d messages, each once, across %d kills", total, e.Kills)
 }
+
+// Ten kill -9 of the runtime mid-stream, NATS JetStream → Iggy: every
+// message reaches the topic. A kill repeats at most what was delivered
+// and not yet acknowledged (max_ack_pending), each copy with the id of
+// its stream sequence.
+func TestSourceEveryMessageArrivesAcrossKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-kill test")
+	}
+	t.Parallel()
+	const batch, maxAckPending = 10, 40
+	url, n := natstest.URL(t), natstest.NewNames(t)
+	js := natstest.Stream(t, url, n)
+	e := connectortest.NewCrashEnv(t, map[string]string{"in.toml": fmt.Sprintf(`type = "source"
+key = "from_nats"
+path = "nats"
+[[streams]]
+stream = "bridge"
+topic = "events"
+schema = "json"
+linger_time = "0ms"
+[plugin_config]
+url = %q
+stream = %q
+durable = "from_nats"
+ack_wait = "2s"
+max_ack_pending = %d
+batch_size = %d
+batch_wait = "5ms"
+`, url, n.Stream, maxAckPending, batch)})
+	var added atomic.Int64
+	stop := connectortest.Feed(t, 10*time.Millisecond, func(i int) error {
+		publishJS(t, js, n.Subject+".in", i*5, 5)
+		added.Add(5)
+		return nil
+	})
+	read := func() map[int]int {
+		copies, ids := map[int]int{}, map[int][16]byte{}
+		for _, m := range e.Topic("bridge", "events") {
+			var v struct{ N int }
+			require.NoError(t, json.Unmarshal(m.Payload, &v), "%s", m.Payload)
+			if id, ok := ids[v.N]; ok {
+				require.Equal(t, id, m.ID, "message %d repeated with another id", v.N)
+			}
+			copies[v.N]++
+			ids[v.N] = m.ID
+		}
+		return copies
+	}
+	final := e.KillLoop(nil, 10, func() (int, int) { return len(read()), int(added.Load()) })
+	defer e.Kill(final)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	total := int(added.Load())
+	connectortest.Eventually(t, "every message in Iggy", func() bool { return len(read()) >= total })
+	copies := read()
+	sum := 0
+	for i := 0; i < total; i++ {
+		require.NotZero(t, copies[i], "message %d was lost", i)
+		sum += copies[i]
+	}
+	t.Logf("%d messages, %d in Iggy (%d repeated by %d kills)", total, sum, sum-total, e.Kills)
+	require.LessOrEqual(t, sum-total, e.Kills*maxAckPending, "more repeats than what was unacknowledged at the kills")
+}
