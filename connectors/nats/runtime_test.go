@@ -159,3 +159,46 @@ func storedOrNil(js jetstream.JetStream, stream string) []string {
 	}
 	return out
 }
+
+// NATS → Iggy → NATS through the runtime and its embedded broker: every
+// message of the input stream is stored once in the output stream, with
+// its headers.
+func TestSourceToSinkThroughIggy(t *testing.T) {
+	t.Parallel()
+	url := natstest.URL(t)
+	in, out := natstest.NewNames(t), natstest.NewNames(t)
+	inJS := natstest.Stream(t, url, in)
+	outJS := natstest.Stream(t, url, out)
+	want := publishJS(t, inJS, in.Subject+".orders", 0, 250)
+	run := connectortest.Start(t, map[string]string{
+		"in.toml": fmt.Sprintf(`type = "source"
+key = "from_nats"
+path = "nats"
+[[streams]]
+stream = "test_stream"
+topic = "test_topic"
+schema = "json"
+[plugin_config]
+url = %q
+stream = %q
+batch_size = 20
+batch_wait = "10ms"
+`, url, in.Stream),
+		"out.toml": sinkTOML(url, out, ""),
+	})
+	connectortest.Eventually(t, "250 messages in the output stream", func() bool { return len(stored(t, outJS, out.Stream)) >= 250 })
+	got := stored(t, outJS, out.Stream)
+	require.Equal(t, want, payloadsOf(got))
+	require.Equal(t, "acme", got[0].Header.Get("tenant"), "a NATS header through Iggy")
+	require.Equal(t, in.Subject+".orders", got[0].Header.Get("nats_subject"))
+	require.Equal(t, out.Subject+".test_stream.test_topic", got[0].Subject)
+	_ = run
+}
+
+func payloadsOf(ms []*jetstream.RawStreamMsg) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Data))
+	}
+	return out
+}
