@@ -58,5 +58,46 @@
 // that fails makes the runtime publish the batch again (at-least-once
 // towards the server, at-most-once towards subscribers).
 //
+// # Source
+//
+//	stream = "ORDERS"              # jetstream: the stream read (required there)
+//	subject = ""                   # jetstream: the filter subject; core: the subject subscribed to (required)
+//	durable = "ferry"              # jetstream: the durable consumer, which keeps the position
+//	deliver = "all"                # jetstream: all | new | last | last_per_subject, for a new consumer
+//	ack_wait = "30s"               # jetstream: redelivery after this long without an acknowledgement
+//	max_ack_pending = 1000         # jetstream: delivered, not yet acknowledged (at least batch_size)
+//	queue = ""                     # core: a queue group
+//	buffer_size = 65536            # core: messages held between polls
+//	batch_size = 100
+//	batch_wait = "100ms"           # how long a batch waits to fill
+//	schema = "json"                # json | text | raw
+//	include_metadata = true        # nats_subject, nats_stream, nats_sequence headers
+//
+// In jetstream mode the source creates (or updates) a durable pull
+// consumer with explicit acknowledgements, fetches up to batch_size
+// messages at a time, and acknowledges a batch's messages only in the
+// runtime's Ack, after the batch is in Iggy and its state saved; the Ack
+// waits for the server to have read them (a flush). While a batch waits
+// (the runtime retrying Iggy), its messages are kept alive with
+// in-progress acknowledgements every third of ack_wait, so JetStream
+// does not redeliver them meanwhile. A message's Iggy id is its
+// Nats-Msg-Id when the publisher set one (the UUID it spells, or 16
+// bytes of its SHA-256), else 8 bytes naming the stream and the 8-byte
+// stream sequence: a redelivered message keeps its id. Delivery is
+// at-least-once: a crash between sending a batch to Iggy and
+// acknowledging it redelivers its messages after ack_wait (at most
+// max_ack_pending), with the same ids; on Close the messages of batches
+// never acknowledged are given back at once (a Nak). State lives in the
+// durable consumer, not in Ferry's state store; an existing consumer's
+// deliver policy cannot be changed (the server refuses, and Open says
+// so). NATS headers become Iggy string headers (several values joined
+// by ", "), those outside Iggy's 1..255 bytes left out.
+//
+// In core mode the source subscribes to the subject (in a queue group
+// when set): at-most-once. Nothing is acknowledged; messages published
+// while the source is not subscribed, held in its buffer at a crash, or
+// beyond buffer_size are lost. Their ids come from Nats-Msg-Id when set,
+// else Ferry assigns them.
+//
 // Tested against nats-server 2.9.10 (Debian 12's nats-server).
 package nats
