@@ -170,7 +170,7 @@ func TestSourceToSinkThroughIggy(t *testing.T) {
 	inJS := natstest.Stream(t, url, in)
 	outJS := natstest.Stream(t, url, out)
 	want := publishJS(t, inJS, in.Subject+".orders", 0, 250)
-	run := connectortest.Start(t, map[string]string{
+	connectortest.Start(t, map[string]string{
 		"in.toml": fmt.Sprintf(`type = "source"
 key = "from_nats"
 path = "nats"
@@ -192,7 +192,6 @@ batch_wait = "10ms"
 	require.Equal(t, "acme", got[0].Header.Get("tenant"), "a NATS header through Iggy")
 	require.Equal(t, in.Subject+".orders", got[0].Header.Get("nats_subject"))
 	require.Equal(t, out.Subject+".test_stream.test_topic", got[0].Subject)
-	_ = run
 }
 
 func payloadsOf(ms []*jetstream.RawStreamMsg) []string {

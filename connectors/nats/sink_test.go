@@ -11,7 +11,6 @@ import (
 	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/internal/natstest"
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 )
@@ -172,4 +171,3 @@ func TestSinkSubjectWithoutStreamIsUnavailable(t *testing.T) {
 	require.True(t, connector.IsUnavailable(err), "%v", err)
 }
 
-var _ = nats.ErrMaxPayload
