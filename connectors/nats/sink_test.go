@@ -170,4 +170,3 @@ func TestSinkSubjectWithoutStreamIsUnavailable(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, connector.IsUnavailable(err), "%v", err)
 }
-
