@@ -70,7 +70,38 @@
 //
 // # Source
 //
-// See source.go's doc.
+//	url = "redis://localhost:6379/0"
+//	mode = "streams"             # streams | lists
+//	stream = "orders"            # streams: required
+//	consumer_group = "ferry"
+//	client_id = "ferry"          # this consumer; keep it across restarts
+//	create_streams = true        # XGROUP CREATE ... MKSTREAM when missing
+//	start_from_oldest = true     # a new group starts at 0 (false: $)
+//	body_key = "body"            # the payload field; without it, the entry's fields as a JSON object
+//	min_idle_time = "0s"         # > 0: XAUTOCLAIM entries other consumers left pending this long
+//	key = "jobs"                 # lists: required
+//	processing_key = ""          # lists: default <key>:processing
+//	batch_size = 100
+//	block = "1s"                 # XREADGROUP BLOCK / BLMOVE timeout
+//	schema = "json"              # json | text | raw
+//	timeout = "30s"
+//
+// Streams: XREADGROUP as client_id; after a restart this consumer's own
+// pending entries are read again first (from id 0), then new ones (>).
+// A batch is acknowledged (XACK) only in Ack, after it is in Iggy and
+// the runtime saved its state. The Iggy message id is the entry id
+// (milliseconds and sequence as two big-endian uint64s), so an entry
+// read again keeps its id; the entry's other fields become headers
+// (those that fit Iggy's 1..255 bytes), with redis_stream_id. A kill
+// between Iggy and XACK repeats at most the batches in flight (one being
+// sent, one read ahead).
+//
+// Lists: items move to the processing list (BLMOVE, then LMOVE for the
+// rest of the batch) and are removed from it (LREM) in Ack. At Open the
+// items already in the processing list are delivered first: a kill
+// before Ack repeats them (at most two batches), none is lost. Items have
+// no id (Iggy assigns one), so a repeat is not recognisable by id. One
+// source per processing list.
 //
 // Tested against Redis 7.0 (Debian 12's redis-server 7.0.15).
 package redis
