@@ -31,7 +31,7 @@ func clientFields() []connector.Field {
 		connector.NewStringField("tls_cert_file").WithDefault("").WithDoc("PEM client certificate, for mutual TLS (with tls_key_file)"),
 		connector.NewStringField("tls_key_file").WithDefault("").WithDoc("PEM client key, for mutual TLS"),
 		connector.NewBoolField("tls_skip_verify").WithDefault(false).WithDoc("do not verify the brokers' certificates (testing only)"),
-		connector.NewDurationField("timeout").WithDefault(30*time.Second).
+		connector.NewDurationField("timeout").WithDefault(30 * time.Second).
 			WithDoc("dial and request timeout; the sink's per-batch delivery timeout; the source's commit timeout"),
 	}
 }

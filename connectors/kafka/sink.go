@@ -112,20 +112,58 @@ func codec(name string) kgo.CompressionCodec {
 // Open makes the client and checks that a broker answers; a cluster
 // that is down makes Open fail, and the runtime retries it with backoff.
 func (s *Sink) Open(ctx context.Context) error {
+	_, err := s.client(ctx)
+	return err
+}
+
+// client returns the client, making one when there is none (at Open,
+// and after a batch timed out and the client was dropped).
+func (s *Sink) client(ctx context.Context) (*kgo.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cl != nil {
+		return s.cl, nil
+	}
 	cl, err := kgo.NewClient(s.opts...)
 	if err != nil {
-		return fmt.Errorf("kafka sink: make the client: %w", err)
+		return nil, fmt.Errorf("kafka sink: make the client: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
-		return connector.Unavailable(fmt.Errorf("kafka sink: reach a broker: %w", err))
+		return nil, connector.Unavailable(fmt.Errorf("kafka sink: reach a broker: %w", err))
 	}
-	s.mu.Lock()
 	s.cl = cl
-	s.mu.Unlock()
-	return nil
+	return cl, nil
+}
+
+// produce produces recs and waits for every acknowledgement, or for ctx.
+// The idempotent producer retries a record whose fate it does not know
+// for ever (cancelling it could reorder or lose the sequence), so on a
+// timeout the client is dropped: closing it fails what it holds, and the
+// next batch gets a new client (a new producer id).
+func (s *Sink) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) ([]error, error) {
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	wg.Add(len(recs))
+	for i, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { errs[i] = err; wg.Done() })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return errs, nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.cl == cl {
+			s.cl = nil
+		}
+		s.mu.Unlock()
+		go cl.Close()
+		return nil, ctx.Err()
+	}
 }
 
 // Close closes the client (records not yet acknowledged are failed; their
@@ -154,12 +192,6 @@ func (s *Sink) topicFor(b *connector.SinkBatch) (string, error) {
 // record the brokers refuse on its own (too large, invalid), Unavailable
 // when the cluster is away or slow.
 func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
-	s.mu.Lock()
-	cl := s.cl
-	s.mu.Unlock()
-	if cl == nil {
-		return connector.Unavailable(errors.New("kafka sink: not open"))
-	}
 	topic, err := s.topicFor(b)
 	if err != nil {
 		return connector.Permanent(err)
@@ -179,22 +211,29 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	results := cl.ProduceSync(ctx, recs...)
+	cl, err := s.client(ctx)
+	if err != nil {
+		return err
+	}
+	timedOut := func(err error) error {
+		return connector.Unavailable(fmt.Errorf("produce to %s: not every record acknowledged within timeout %s: %w", topic, s.timeout, err))
+	}
+	results, err := s.produce(ctx, cl, recs)
+	if err != nil {
+		return timedOut(err)
+	}
 	var refused []int
 	down := false
-	for k, r := range results {
+	for k, err := range results {
 		i := index[k]
 		switch {
-		case r.Err == nil:
-		case refusedRecord(r.Err):
+		case err == nil:
+		case refusedRecord(err):
 			refused = append(refused, i)
 		default:
 			down = true
-			failed[i] = connector.Unavailable(fmt.Errorf("produce to %s: %w", topic, r.Err))
+			failed[i] = connector.Unavailable(fmt.Errorf("produce to %s: %w", topic, err))
 		}
-	}
-	if ctx.Err() != nil && len(failed)+len(refused) > 0 {
-		return connector.Unavailable(fmt.Errorf("produce to %s: no acknowledgement within timeout %s: %w", topic, s.timeout, ctx.Err()))
 	}
 	// A broker refuses a whole record batch over one bad record: send
 	// the refused ones alone, so only the bad one is dead-lettered.
@@ -203,7 +242,11 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 			failed[i] = connector.Unavailable(fmt.Errorf("produce to %s: not retried while the cluster is failing", topic))
 			continue
 		}
-		if err := cl.ProduceSync(ctx, s.record(topic, b, &b.Messages[i])).FirstErr(); err != nil {
+		errs, err := s.produce(ctx, cl, []*kgo.Record{s.record(topic, b, &b.Messages[i])})
+		if err != nil {
+			return timedOut(err)
+		}
+		if err := errs[0]; err != nil {
 			if refusedRecord(err) {
 				failed[i] = connector.Permanent(fmt.Errorf("Kafka refused the record for %s: %w", topic, err))
 			} else {
