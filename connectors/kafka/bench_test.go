@@ -86,7 +86,7 @@ func BenchmarkSource(b *testing.B) {
 	}
 	cl.Close()
 	src, err := NewSource(cfg(map[string]any{"brokers": []any{addrOf(c)}, "topics": []any{"in"}, "consumer_group": "bench",
-		"batch_size": int64(1000), "fetch_max_wait": "20ms", "session_timeout": "1s"}))
+		"batch_size": int64(1000), "fetch_max_wait": "20ms", "session_timeout": "6s"}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,6 +57,7 @@
 //	batch_size = 500               # most records per batch (max.poll.records)
 //	fetch_max_wait = "500ms"
 //	session_timeout = "45s"
+//	rebalance_timeout = "60s"      # a killed member holds a rebalance up this long
 //	schema = "json"                # json | text | raw
 //	include_metadata = true        # kafka_topic, kafka_partition, kafka_offset headers
 //
@@ -78,8 +79,9 @@
 // Duplicates: a kill between a batch reaching Iggy and its commit, or a
 // rebalance, reads the batch again: at most the records polled and not
 // committed (one batch plus the one read ahead, 2 × batch_size, per
-// partition owner). A killed member holds its partitions until
-// session_timeout passes.
+// partition owner). A killed member holds its partitions, and the
+// rebalance its successor starts, until session_timeout and
+// rebalance_timeout pass: lower both where restarts must be quick.
 //
 // # Tested against
 //

@@ -36,7 +36,7 @@ func TestSourceHostileRecords(t *testing.T) {
 	require.NoError(t, cl.ProduceSync(ctx, recs...).FirstErr())
 
 	src, err := NewSource(cfg(map[string]any{"brokers": []any{addrOf(c)}, "topics": []any{"in"}, "consumer_group": "g",
-		"fetch_max_wait": "20ms", "session_timeout": "1s", "schema": "raw"}))
+		"fetch_max_wait": "20ms", "session_timeout": "6s", "schema": "raw"}))
 	require.NoError(t, err)
 	require.NoError(t, src.Open(ctx, nil))
 	defer src.Close(ctx)

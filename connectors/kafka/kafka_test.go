@@ -186,7 +186,7 @@ func TestSourceConformance(t *testing.T) {
 	connectortest.Source(t, connectortest.SourceSuite{
 		New: func(t *testing.T) connector.Source {
 			s, err := NewSource(cfg(map[string]any{"brokers": []any{addrOf(c)}, "topics": []any{topic}, "consumer_group": "g",
-				"batch_size": int64(5), "fetch_max_wait": "50ms", "session_timeout": "1s"}))
+				"batch_size": int64(5), "fetch_max_wait": "50ms", "session_timeout": "6s"}))
 			require.NoError(t, err)
 			return s
 		},

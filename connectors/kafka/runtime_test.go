@@ -32,7 +32,8 @@ topics = [%q]
 consumer_group = %q
 batch_size = 20
 fetch_max_wait = "20ms"
-session_timeout = "1s"
+session_timeout = "6s"
+rebalance_timeout = "6s"
 %s`, addr, topic, group, extra)
 }
 

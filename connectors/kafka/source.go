@@ -38,6 +38,8 @@ var SourceSpec = connector.NewSpec(append(clientFields(),
 		WithDoc("how long a broker holds a fetch waiting for records (Kafka's fetch.max.wait.ms)"),
 	connector.NewDurationField("session_timeout").WithDefault(45*time.Second).
 		WithDoc("a member silent this long leaves the group (Kafka's session.timeout.ms)"),
+	connector.NewDurationField("rebalance_timeout").WithDefault(60*time.Second).
+		WithDoc("how long a rebalance waits for every member to rejoin (the Java client's max.poll.interval.ms); a killed member holds one up this long"),
 	connector.NewEnumField("schema", string(connector.SchemaJSON), string(connector.SchemaText), string(connector.SchemaRaw)).
 		WithDefault(string(connector.SchemaJSON)).WithDoc("the payloads' format in Iggy"),
 	connector.NewBoolField("include_metadata").WithDefault(true).
@@ -121,6 +123,7 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 		kgo.ConsumeResetOffset(start),
 		kgo.FetchMaxWait(set.Duration("fetch_max_wait")),
 		kgo.SessionTimeout(set.Duration("session_timeout")),
+		kgo.RebalanceTimeout(set.Duration("rebalance_timeout")),
 		kgo.HeartbeatInterval(min(3*time.Second, set.Duration("session_timeout")/3)),
 		kgo.OnPartitionsAssigned(s.assigned),
 		kgo.OnPartitionsRevoked(s.revoked),
