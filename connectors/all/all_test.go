@@ -29,6 +29,11 @@ func TestBuiltinsAreRegistered(t *testing.T) {
 		{connector.KindSource, "influxdb"}, {connector.KindSource, "libiggy_connector_influxdb_source"},
 		{connector.KindSink, "mongodb"}, {connector.KindSink, "libiggy_connector_mongodb_sink"}, {connector.KindSource, "mongodb"},
 		{connector.KindSink, "iceberg"}, {connector.KindSink, "libiggy_connector_iceberg_sink"},
+		{connector.KindSource, "iggy"},
+		{connector.KindSink, "redis"}, {connector.KindSource, "redis"},
+		{connector.KindSink, "nats"}, {connector.KindSource, "nats"},
+		{connector.KindSink, "mqtt"}, {connector.KindSource, "mqtt"},
+		{connector.KindSink, "kafka"}, {connector.KindSource, "kafka"},
 	} {
 		_, ok := connector.Default.Lookup(c.kind, c.path)
 		require.True(t, ok, "%s %s", c.kind, c.path)

@@ -26,7 +26,7 @@ func connectionFields() []connector.Field {
 	return []connector.Field{
 		connector.NewStringListField("urls").Require().WithExample([]any{"tcp://localhost:1883"}).WithCheck(checkURLs).
 			WithDoc("the brokers, tcp:// (or mqtt://) and ssl:// (or tls://, mqtts://, with the system's CAs); tried in order"),
-		connector.NewStringField("client_id").WithDefault("").
+		connector.NewStringField("client_id").WithDefault("").WithExample("ferry-1").
 			WithDoc(`the MQTT client id; "" = "ferry-" and a random suffix (at most 23 bytes for brokers that keep to MQTT 3.1.1's minimum)`),
 		connector.NewStringField("user").WithDefault("").WithDoc("the user name; empty: anonymous"),
 		connector.NewStringField("password").AsSecret().WithDefault("").WithDoc("the password (a secret: never logged or shown)"),
