@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -24,7 +25,13 @@ type SettingError struct {
 	Key  string // "plugin_config.timeout", "plugin_config.tables[1]"
 	Var  string // the IGGY_CONNECTORS_*_PLUGIN_CONFIG_* variable, if one set it
 	Msg  string
+	// Err is the cause an Errorf wrapped with %w (nil for none): Unwrap
+	// gives it, so errors.Is and errors.As see through the setting.
+	Err error
 }
+
+// Unwrap is the cause Errorf wrapped, or nil.
+func (e *SettingError) Unwrap() error { return e.Err }
 
 func (e *SettingError) Error() string {
 	var b strings.Builder
@@ -117,8 +124,18 @@ func (p PluginConfig) problem(key, msg string) *SettingError {
 // Errorf is an error at a key of the plugin_config, for the problems a
 // constructor finds after the spec check (a file it may not write, a
 // connection string the driver refuses).
+// The format is fmt.Errorf's: %w wraps a cause, which the error unwraps
+// to.
 func (p PluginConfig) Errorf(key, format string, args ...any) error {
-	return p.problem(key, fmt.Sprintf(format, args...))
+	err := fmt.Errorf(format, args...)
+	e := p.problem(key, err.Error())
+	switch w := err.(type) {
+	case interface{ Unwrap() error }:
+		e.Err = w.Unwrap()
+	case interface{ Unwrap() []error }:
+		e.Err = errors.Join(w.Unwrap()...)
+	}
+	return e
 }
 
 // parentKey drops the last part of a key path: "a.b[2]" → "a.b" → "a" → "".

@@ -1,6 +1,9 @@
 package connector
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // Examples and defaults render as TOML that loads, also lists written as
 // TOML decodes them ([]any), which rendered unquoted before.
@@ -19,5 +22,22 @@ func TestTOMLValue(t *testing.T) {
 		if got := tomlValue(c.v); got != c.want {
 			t.Errorf("tomlValue(%#v) = %s, want %s", c.v, got, c.want)
 		}
+	}
+}
+
+// Errorf formats as fmt.Errorf does: a cause wrapped with %w is printed
+// and unwrapped to, and the error still names the key.
+func TestErrorfWraps(t *testing.T) {
+	cause := errors.New("connection refused")
+	err := PluginConfig{Source: "c.toml"}.Errorf("url", "cannot reach %s: %w", "x", cause)
+	if !errors.Is(err, cause) {
+		t.Fatalf("%v does not unwrap to its cause", err)
+	}
+	if got := err.Error(); got != "c.toml: plugin_config.url: cannot reach x: connection refused" {
+		t.Fatalf("Error() = %q", got)
+	}
+	var se *SettingError
+	if !errors.As(err, &se) || se.Key != "plugin_config.url" {
+		t.Fatalf("not a SettingError naming the key: %#v", err)
 	}
 }
