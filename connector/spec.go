@@ -31,9 +31,9 @@ const (
 // the New*Field functions, as a package-level variable:
 //
 //	var spec = connector.NewSpec(
-//		connector.NewStringField("url").Required().Example("https://example.com/hook").
-//			Doc("where messages are sent"),
-//		connector.NewDurationField("timeout").Default(30*time.Second).Doc("per request"),
+//		connector.NewStringField("url").Require().WithExample("https://example.com/hook").
+//			WithDoc("where messages are sent"),
+//		connector.NewDurationField("timeout").WithDefault(30*time.Second).WithDoc("per request"),
 //	)
 type Spec struct {
 	// Fields are the top-level keys of plugin_config, in documentation
@@ -100,8 +100,11 @@ type Field struct {
 	Min, Max *int64
 	// Numbers lets a string field take a number, read as its decimal text.
 	Numbers bool
-	// Check validates the parsed value (as Settings returns it); its
-	// error message names what was expected.
+	// Check validates the parsed value: a string, int64, float64, bool,
+	// time.Duration, int64 byte size, []any of a list's parsed elements
+	// (not the []string Settings.Strings makes of it), map[string]any,
+	// or *Settings for an object. Its error message names what was
+	// expected.
 	Check func(v any) error
 	// Upstream names the upstream key this one renames, if any, for the
 	// reference ("Ferry" marks extensions in Doc).
