@@ -100,7 +100,7 @@ type Field struct {
 	Min, Max *int64
 	// Numbers lets a string field take a number, read as its decimal text.
 	Numbers bool
-	// Check validates the parsed value: a string, int64, float64, bool,
+	// Check validates the parsed value: a string, int, float64, bool,
 	// time.Duration, int64 byte size, []any of a list's parsed elements
 	// (not the []string Settings.Strings makes of it), map[string]any,
 	// or *Settings for an object. Its error message names what was
