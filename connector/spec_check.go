@@ -685,8 +685,17 @@ func (f *Field) holds(v any) bool {
 			return true
 		}
 	case TypeMap:
-		_, ok := v.(map[string]string)
-		return ok && f.Elem.Type == TypeString
+		switch x := v.(type) {
+		case map[string]string:
+			return f.Elem.Type == TypeString
+		case map[string]any: // a table as TOML decodes it
+			for _, e := range x {
+				if !f.Elem.holds(e) {
+					return false
+				}
+			}
+			return true
+		}
 	case TypeAny:
 		return true
 	case TypeEither:

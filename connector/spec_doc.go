@@ -198,6 +198,12 @@ func tomlValue(v any) string {
 	case int:
 		return strconv.Itoa(x)
 	case map[string]string:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = e
+		}
+		return tomlValue(m)
+	case map[string]any: // a table as TOML decodes it
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
@@ -205,7 +211,7 @@ func tomlValue(v any) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = join("", k) + " = " + strconv.Quote(x[k])
+			parts[i] = join("", k) + " = " + tomlValue(x[k])
 		}
 		if len(parts) == 0 {
 			return "{}"

@@ -18,6 +18,9 @@ func TestTOMLValue(t *testing.T) {
 		{true, "true"},
 		{7, "7"},
 		{"s", `"s"`},
+		{map[string]any{"b": "x", "a": int64(2)}, `{ a = 2, b = "x" }`},
+		{map[string]string{"k": "v"}, `{ k = "v" }`},
+		{map[string]any{}, "{}"},
 	} {
 		if got := tomlValue(c.v); got != c.want {
 			t.Errorf("tomlValue(%#v) = %s, want %s", c.v, got, c.want)
@@ -40,4 +43,16 @@ func TestErrorfWraps(t *testing.T) {
 	if !errors.As(err, &se) || se.Key != "plugin_config.url" {
 		t.Fatalf("not a SettingError naming the key: %#v", err)
 	}
+}
+
+// A map field takes a default as TOML decodes a table, as well as a
+// map[string]string.
+func TestMapDefaults(t *testing.T) {
+	NewSpec(NewStringMapField("h").WithDefault(map[string]any{}), NewStringMapField("g").WithDefault(map[string]any{"a": "b"}))
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a map default of the wrong element type was taken")
+		}
+	}()
+	NewSpec(NewStringMapField("h").WithDefault(map[string]any{"a": 1}))
 }
