@@ -20,9 +20,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/broker/brokertest"
 	"github.com/ferryhq/ferry/config"
@@ -143,18 +147,24 @@ func (e *CrashEnv) KillLoop(cmd *exec.Cmd, rounds int, progress func() (delivere
 	return e.Start()
 }
 
-// State is the runtime's saved source state, for failure messages.
+// State is the runtime's saved source states, for failure messages: each
+// file's name and contents, quoted when they are not printable text (a
+// binary state, or the store's own framing), cut at 300 bytes.
 func (e *CrashEnv) State() string {
-	var out []byte
+	var out []string
 	files, _ := filepath.Glob(filepath.Join(e.Dir, "state", "sources", "*"))
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
-		if i := bytes.IndexByte(data, '{'); i >= 0 {
-			data = data[i:]
+		if i := bytes.IndexByte(data, '{'); i >= 0 && utf8.Valid(data[i:]) {
+			data = data[i:] // the JSON a state usually is, without the store's header
 		}
-		out = append(out, data...)
+		s := string(data[:min(len(data), 300)])
+		if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != '\n' }) {
+			s = strconv.Quote(s)
+		}
+		out = append(out, filepath.Base(f)+": "+s)
 	}
-	return string(out)
+	return strings.Join(out, "; ")
 }
 
 // Topic reads every message of stream/topic partition 0 (payloads
