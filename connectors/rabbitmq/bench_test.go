@@ -49,8 +49,8 @@ func BenchmarkSink(b *testing.B) {
 	defer s.Close(ctx)
 	batch := &connector.SinkBatch{Stream: "s", Topic: "t", Schema: connector.SchemaJSON}
 	for i := range 1000 {
-		p := fmt.Sprintf(`{"n":%d,"text":"%s"}`, i, strings.Repeat("x", 200))
-		batch.Messages = append(batch.Messages, connector.Message{ID: uuid.New(), Payload: []byte(p[:200]), Offset: uint64(i)})
+		p := fmt.Sprintf(`{"n":%06d,"text":"%s"}`, i, strings.Repeat("x", 200-len(`{"n":000000,"text":""}`)))
+		batch.Messages = append(batch.Messages, connector.Message{ID: uuid.New(), Payload: []byte(p), Offset: uint64(i)})
 	}
 	b.SetBytes(200 * 1000)
 	b.ResetTimer()
