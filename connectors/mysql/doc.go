@@ -34,5 +34,20 @@
 //
 // # Source
 //
-// See source.go.
+// The source polls each table of tables in turn: SELECT * ... WHERE
+// (tracking_column, primary_key_column) is after the last row read,
+// ORDER BY both, LIMIT batch_size. The tracking column must grow with each
+// new row (an AUTO_INCREMENT id, or an insert time with ties broken by
+// the key); a row inserted later with a smaller value, or updated in
+// place, is not read. The batch's State is every table's last row, saved
+// by the runtime once the batch is in Iggy. A message is a JSON record of
+// the row (numbers as numbers, binary columns as base64, the rest as
+// strings; MariaDB's JSON columns are LONGTEXT and come as strings), or
+// payload_column's value as it is. Its id is a UUID v5 of the table and
+// the row's key, so a row read again after a crash between sending and
+// saving the state carries the same id: the repeat is a duplicate only a
+// consumer that deduplicates by id removes. delete_after_read (DELETE)
+// and processed_column (UPDATE ... = 1, and such rows are skipped) act in
+// Ack, after the batch is in Iggy; a crash before Ack leaves the rows,
+// which the saved position skips anyway.
 package mysql

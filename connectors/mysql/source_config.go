@@ -1,0 +1,61 @@
+package mysql
+
+import (
+	"time"
+
+	"github.com/ferryhq/ferry/connector"
+)
+
+// SourceSpec is the mysql source's plugin_config (polling only); every
+// key is Ferry's, named as the postgres source names them.
+var SourceSpec = connector.NewSpec(append(connectionFields(),
+	connector.NewListField("tables", connector.NewStringField("").WithCheck(checkTable)).WithExample([]string{"users"}).
+		WithDoc(`tables to read: "table" or "database.table"`),
+	connector.NewStringField("table").WithCheck(checkTable).WithDoc("one more table, a shorthand for tables = [table]"),
+	connector.NewStringField("tracking_column").WithDefault("id").WithCheck(checkIdent).
+		WithDoc("a column whose values grow with each new row (an AUTO_INCREMENT id, an insert time); rows are read in its order"),
+	connector.NewStringField("primary_key_column").WithCheck(checkIdent).
+		WithDoc("a unique column that breaks ties of tracking values and makes message ids; default tracking_column"),
+	connector.NewIntField("batch_size").Between(1, 100000).WithDefault(1000).WithDoc("most rows per poll"),
+	connector.NewDurationField("poll_interval").WithDefault(10*time.Second).WithDoc("wait when a poll found no new row"),
+	connector.NewBoolField("delete_after_read").WithDefault(false).WithDoc("delete rows once they are in Iggy"),
+	connector.NewStringField("processed_column").WithCheck(checkIdent).
+		WithDoc("a boolean column set to 1 once a row is in Iggy; rows where it is 1 are not read"),
+	connector.NewStringField("payload_column").WithCheck(checkIdent).
+		WithDoc("send this column's value as the payload instead of a JSON record of the row"),
+)...).Lint(lintConnection).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	if len(s.Strings("tables")) == 0 && s.String("table") == "" {
+		fail("tables", "required key is missing (or set table)")
+	}
+	if s.Bool("delete_after_read") && s.String("processed_column") != "" {
+		fail("processed_column", "cannot be set with delete_after_read = true")
+	}
+})
+
+type sourceSettings struct {
+	tables        []string // as given
+	tracking, pk  string   // quoted
+	batchSize     int
+	pollInterval  time.Duration
+	deleteAfter   bool
+	processed     string // quoted, or ""
+	payloadColumn string // as given, or ""
+}
+
+func sourceSettingsFrom(s *connector.Settings) *sourceSettings {
+	q := func(n string) string { v, _ := ident(n); return v }
+	out := &sourceSettings{tables: s.Strings("tables"), tracking: q(s.String("tracking_column")),
+		batchSize: s.Int("batch_size"), pollInterval: s.Duration("poll_interval"),
+		deleteAfter: s.Bool("delete_after_read"), payloadColumn: s.String("payload_column")}
+	if t := s.String("table"); t != "" {
+		out.tables = append(out.tables, t)
+	}
+	out.pk = out.tracking
+	if p := s.String("primary_key_column"); p != "" {
+		out.pk = q(p)
+	}
+	if p := s.String("processed_column"); p != "" {
+		out.processed = q(p)
+	}
+	return out
+}
