@@ -19,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }
 
-func newSink(t *testing.T, values map[string]any) connector.Sink {
+func newSink(t testing.TB, values map[string]any) connector.Sink {
 	t.Helper()
 	s, err := NewSink(connector.Config{Key: "my", Plugin: connector.PluginConfig{Source: "my.toml", Values: values}})
 	require.NoError(t, err)

@@ -1,0 +1,72 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferryhq/ferry/connectortest"
+	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/mysqltest"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRuntimeChild is the runtime process the crash tests kill.
+func TestRuntimeChild(t *testing.T) { connectortest.RuntimeChild(t) }
+
+// Ten kill -9 of the runtime mid-stream, Iggy → MySQL: every message sent
+// to Iggy is in the table exactly once. The table's key is the message
+// id, so a batch delivered again after a kill adds nothing.
+func TestSinkEveryMessageOnceAcrossKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-kill test")
+	}
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	e := connectortest.NewCrashEnv(t, map[string]string{"out.toml": fmt.Sprintf(`type = "sink"
+key = "to_mysql"
+path = "mysql"
+[[streams]]
+stream = "bridge"
+topics = ["events"]
+schema = "json"
+batch_length = 20
+poll_interval = "5ms"
+consumer_group = "to_mysql"
+[plugin_config]
+dsn = %q
+table = "events"
+auto_create_table = true
+payload_format = "json"
+batch_size = 7
+`, dsn)})
+	ctx := context.Background()
+	_, err := e.Client.CreateStream(ctx, "bridge")
+	require.NoError(t, err)
+	_, err = e.Client.CreateTopic(ctx, iggy.NamedID("bridge"), "events", 1)
+	require.NoError(t, err)
+	var sent atomic.Int64
+	stop := connectortest.Feed(t, 10*time.Millisecond, func(i int) error {
+		var msgs []iggy.Message
+		for k := range 5 {
+			msgs = append(msgs, iggy.Message{Payload: []byte(fmt.Sprintf(`{"n":%d}`, i*5+k))})
+		}
+		_, err := e.Client.SendMessages(ctx, iggy.NamedID("bridge"), iggy.NamedID("events"), iggy.ToPartition(0), msgs)
+		if err == nil {
+			sent.Add(5)
+		}
+		return err
+	})
+	final := e.KillLoop(nil, 10, func() (int, int) { return max(countRows(t, db, "events"), 0), int(sent.Load()) })
+	defer e.Kill(final)
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	total := int(sent.Load())
+	connectortest.Eventually(t, "every message in MySQL", func() bool { return countRows(t, db, "events") >= total })
+	require.Equal(t, total, countRows(t, db, "events"), "no message written twice")
+	require.Len(t, queryStrings(t, db, "SELECT DISTINCT JSON_VALUE(payload, '$.n') FROM events"), total, "every n once")
+	t.Logf("%d messages, each once, across %d kills", total, e.Kills)
+}
