@@ -105,3 +105,37 @@ func TestSourceBadConfigNamesTheKey(t *testing.T) {
 		require.Contains(t, err.Error(), key)
 	}
 }
+
+// Through the embedded broker: rows reach the topic as JSON records, and
+// delete_after_read removes them only once they are in Iggy.
+func TestSourceRuntime(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	_, err := db.Exec("CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, body TEXT)")
+	require.NoError(t, err)
+	for i := range 25 {
+		_, err := db.Exec("INSERT INTO orders (body) VALUES (?)", fmt.Sprintf("order %d", i))
+		require.NoError(t, err)
+	}
+	run := connectortest.Start(t, map[string]string{"in.toml": fmt.Sprintf(`type = "source"
+key = "from_mysql"
+path = "mysql"
+[[streams]]
+stream = "shop"
+topic = "orders"
+schema = "json"
+[plugin_config]
+dsn = %q
+table = "orders"
+batch_size = 10
+poll_interval = "20ms"
+delete_after_read = true
+`, dsn)})
+	connectortest.Eventually(t, "25 messages", func() bool { return len(run.Messages(t, "shop", "orders")) >= 25 })
+	msgs := run.Messages(t, "shop", "orders")
+	require.Len(t, msgs, 25)
+	require.JSONEq(t, `{"id":1,"body":"order 0"}`, string(msgs[0].Payload))
+	require.JSONEq(t, `{"id":25,"body":"order 24"}`, string(msgs[24].Payload))
+	connectortest.Eventually(t, "the rows deleted after the ack", func() bool { return countRows(t, db, "orders") == 0 })
+}
