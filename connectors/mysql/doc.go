@@ -39,7 +39,9 @@
 // ORDER BY both, LIMIT batch_size. The tracking column must grow with each
 // new row (an AUTO_INCREMENT id, or an insert time with ties broken by
 // the key); a row inserted later with a smaller value, or updated in
-// place, is not read. The batch's State is every table's last row, saved
+// place, is not read; nor is a row whose transaction commits after a row
+// with a greater value was read (concurrent writers with AUTO_INCREMENT
+// can do that: poll a column set at commit, or accept the gap). The batch's State is every table's last row, saved
 // by the runtime once the batch is in Iggy. A message is a JSON record of
 // the row (numbers as numbers, binary columns as base64, the rest as
 // strings; MariaDB's JSON columns are LONGTEXT and come as strings), or
