@@ -239,3 +239,23 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		require.NotContains(t, err.Error(), "hunter2")
 	}
 }
+
+// Raw bytes (NUL, quotes, backslashes, invalid UTF-8) in a binary payload
+// column come back byte for byte.
+func TestBinaryPayloadsByteForByte(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	s := newSink(t, map[string]any{"dsn": dsn, "table": "raw", "auto_create_table": true, "include_metadata": false})
+	ctx := context.Background()
+	require.NoError(t, s.Open(ctx))
+	defer s.Close(ctx)
+	payloads := []string{"\x00\x01`'\"\\\xff\xfe", "'); DROP TABLE raw; --", ""}
+	b := &connector.SinkBatch{Stream: "s", Topic: "t"}
+	for i, p := range payloads {
+		b.Messages = append(b.Messages, connector.Message{ID: [16]byte{15: byte(i + 1)}, Payload: []byte(p)})
+	}
+	require.NoError(t, s.Consume(ctx, b))
+	require.NoError(t, s.Consume(ctx, b), "a replay")
+	require.Equal(t, payloads, queryStrings(t, db, "SELECT payload FROM raw ORDER BY id"))
+}

@@ -139,3 +139,51 @@ delete_after_read = true
 	require.JSONEq(t, `{"id":25,"body":"order 24"}`, string(msgs[24].Payload))
 	connectortest.Eventually(t, "the rows deleted after the ack", func() bool { return countRows(t, db, "orders") == 0 })
 }
+
+// A server that is down for a while: the source reports it, and once the
+// server is back reads on from where it was, nothing lost.
+func TestSourceSurvivesAServerOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and stops a MariaDB of its own")
+	}
+	t.Parallel()
+	srv := mysqltest.Private(t)
+	dsn := mysqltest.DatabaseOn(t, srv.URL)
+	db := mysqltest.Open(t, dsn)
+	_, err := db.Exec("CREATE TABLE orders (id BIGINT PRIMARY KEY, body TEXT)")
+	require.NoError(t, err)
+	add := rowAdder(db, "orders", `{"id":%[1]d,"body":"row %[1]d"}`)
+	want := add(t, 3)
+	run := connectortest.Start(t, map[string]string{"in.toml": fmt.Sprintf(`type = "source"
+key = "from_mysql"
+path = "mysql"
+[[streams]]
+stream = "shop"
+topic = "orders"
+schema = "json"
+[plugin_config]
+dsn = %q
+table = "orders"
+poll_interval = "20ms"
+retry_delay = "20ms"
+connect_timeout = "1s"
+`, dsn)})
+	connectortest.Eventually(t, "3 messages", func() bool { return len(run.Messages(t, "shop", "orders")) >= 3 })
+	srv.Halt()
+	connectortest.Eventually(t, "the source to notice the outage", func() bool {
+		for _, info := range run.Runtime.Connectors(connector.KindSource) {
+			if info.LastError != "" {
+				return true
+			}
+		}
+		return false
+	})
+	srv.Resume(t)
+	want = append(want, add(t, 4)...)
+	connectortest.Eventually(t, "7 messages", func() bool { return len(run.Messages(t, "shop", "orders")) >= 7 })
+	var got []string
+	for _, m := range run.Messages(t, "shop", "orders") {
+		got = append(got, string(m.Payload))
+	}
+	require.Equal(t, want, got, "every row once, in order")
+}
