@@ -23,12 +23,12 @@ import (
 func connectionFields() []connector.Field {
 	return []connector.Field{
 		connector.NewStringField("dsn").AsSecret().WithExample("iggy:secret@tcp(localhost:3306)/app").
-			WithAliases(map[string]string{"connection_string": "dsn"}).
 			WithDoc("a go-sql-driver/mysql DSN (user:password@tcp(host:port)/database?param=value); required unless host is set"),
+		connector.NewStringField("connection_string").AsSecret().WithDoc("the same as dsn"),
 		connector.NewStringField("host").WithDoc("the server's host; overrides the DSN's"),
 		connector.NewIntField("port").Between(1, 65535).WithDoc("the server's port (default 3306); overrides the DSN's"),
-		connector.NewStringField("user").WithAliases(map[string]string{"username": "user"}).
-			WithDoc("overrides the DSN's user"),
+		connector.NewStringField("user").WithDoc("overrides the DSN's user"),
+		connector.NewStringField("username").WithDoc("the same as user"),
 		connector.NewStringField("password").AsSecret().WithDoc("overrides the DSN's password"),
 		connector.NewStringField("database").WithDoc("overrides the DSN's database"),
 		connector.NewEnumField("tls", "false", "true", "skip-verify", "preferred").
@@ -41,12 +41,26 @@ func connectionFields() []connector.Field {
 	}
 }
 
+// dsnOf is dsn, or connection_string.
+func dsnOf(s *connector.Settings) string {
+	if d := s.String("dsn"); d != "" {
+		return d
+	}
+	return s.String("connection_string")
+}
+
 func lintConnection(s *connector.Settings, fail connector.FailFunc) {
-	if s.String("dsn") == "" && s.String("host") == "" {
+	if s.String("dsn") != "" && s.String("connection_string") != "" {
+		fail("connection_string", "cannot be set with dsn")
+	}
+	if s.String("user") != "" && s.String("username") != "" {
+		fail("username", "cannot be set with user")
+	}
+	if dsnOf(s) == "" && s.String("host") == "" {
 		fail("dsn", `required key is missing (or set host); expected a DSN such as "user:password@tcp(localhost:3306)/app"`)
 	}
-	if s.String("dsn") != "" {
-		if _, err := mysql.ParseDSN(s.String("dsn")); err != nil {
+	if dsnOf(s) != "" {
+		if _, err := mysql.ParseDSN(dsnOf(s)); err != nil {
 			fail("dsn", "cannot be parsed: %s", scrubDSN(err.Error()))
 		}
 	}
@@ -63,7 +77,7 @@ type conn struct {
 // connFrom reads the connection keys of a linted set.
 func connFrom(s *connector.Settings) (*conn, error) {
 	cfg := mysql.NewConfig()
-	if d := s.String("dsn"); d != "" {
+	if d := dsnOf(s); d != "" {
 		var err error
 		if cfg, err = mysql.ParseDSN(d); err != nil {
 			return nil, s.Errorf("dsn", "cannot be parsed: %s", scrubDSN(err.Error()))
@@ -79,7 +93,7 @@ func connFrom(s *connector.Settings) (*conn, error) {
 		}
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, fmt.Sprint(port))
 	}
-	if u := s.String("user"); u != "" {
+	if u := s.String("user") + s.String("username"); u != "" {
 		cfg.User = u
 	}
 	if p := s.String("password"); p != "" {
@@ -169,11 +183,17 @@ func transient(err error) bool {
 		errors.Is(err, sql.ErrConnDone)
 }
 
+// schemaCodes are server errors about the table or the account, not a
+// row: no such table, database or column, access denied, read-only
+// table. Every row would fail alike, so none is dead-lettered for them.
+var schemaCodes = map[uint16]bool{1044: true, 1045: true, 1046: true, 1049: true, 1054: true, 1109: true,
+	1142: true, 1143: true, 1146: true, 1036: true, 1099: true, 1100: true, 1227: true, 1370: true, 1792: true}
+
 // dataError reports whether err is the server refusing a statement for
 // what it holds (a value, a constraint), which another row may not share.
 func dataError(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && !transientCodes[me.Number]
+	return errors.As(err, &me) && !transientCodes[me.Number] && !schemaCodes[me.Number]
 }
 
 // orUnavailable marks err Unavailable when it says the server is down.

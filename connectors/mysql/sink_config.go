@@ -10,12 +10,10 @@ import (
 // connector for MySQL, so every key is Ferry's.
 var SinkSpec = connector.NewSpec(append(connectionFields(),
 	connector.NewStringField("table").Require().WithCheck(checkTable).WithExample("iggy_messages").
-		WithAliases(map[string]string{"target_table": "table"}).
 		WithDoc(`"table" or "database.table"; any characters but NUL (quoted with backticks)`),
 	connector.NewIntField("batch_size").Between(1, 10000).WithDefault(1000).WithDoc("most rows per INSERT"),
 	connector.NewBoolField("auto_create_table").WithDefault(false).WithDoc("create the table (InnoDB) when it does not exist"),
 	connector.NewStringField("id_column").WithDefault("id").WithCheck(checkIdent).
-		WithAliases(map[string]string{"primary_key_column": "id_column"}).
 		WithDoc("the column holding the message id as a UUID (CHAR(36)); its unique key makes a replay harmless"),
 	connector.NewStringField("payload_column").WithDefault("payload").WithCheck(checkIdent).WithDoc("the payload's column"),
 	connector.NewBoolField("include_payload").WithDefault(true).WithDoc("write the payload column"),
@@ -25,7 +23,6 @@ var SinkSpec = connector.NewSpec(append(connectionFields(),
 	connector.NewBoolField("include_metadata").WithDefault(true).
 		WithDoc("write iggy_stream, iggy_topic, iggy_partition, iggy_offset and iggy_timestamp"),
 	connector.NewStringMapField("columns").WithExample(map[string]string{"user_id": "user.id"}).
-		WithAliases(map[string]string{"field_mappings": "columns"}).
 		WithDoc(`columns filled from JSON payload fields: column = "path" (gjson syntax); a missing field is NULL`),
 	connector.NewEnumField("on_duplicate", "ignore", "update").WithDefault("ignore").
 		WithDoc("a message id already in the table: ignore keeps the row (INSERT ... ON DUPLICATE KEY UPDATE id = id), update overwrites it"),

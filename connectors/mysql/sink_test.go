@@ -3,7 +3,10 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/ferryhq/ferry/internal/mysqltest"
 	"github.com/ferryhq/ferry/runtime"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 )
 
@@ -258,4 +262,47 @@ func TestBinaryPayloadsByteForByte(t *testing.T) {
 	require.NoError(t, s.Consume(ctx, b))
 	require.NoError(t, s.Consume(ctx, b), "a replay")
 	require.Equal(t, payloads, queryStrings(t, db, "SELECT payload FROM raw ORDER BY id"))
+}
+
+// A table dropped under the sink fails the batch as a whole: no message
+// is dead-lettered for what is not its fault.
+func TestDroppedTableDeadLettersNothing(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	s := newSink(t, map[string]any{"dsn": dsn, "table": "gone", "auto_create_table": true, "max_retries": int64(0)})
+	ctx := context.Background()
+	require.NoError(t, s.Open(ctx))
+	defer s.Close(ctx)
+	_, err := db.Exec("DROP TABLE gone")
+	require.NoError(t, err)
+	err = s.Consume(ctx, &connector.SinkBatch{Stream: "s", Topic: "t", Messages: []connector.Message{{ID: [16]byte{1}, Payload: []byte("x")}}})
+	require.Error(t, err)
+	var per connector.MessageErrors
+	require.False(t, errors.As(err, &per), "no per-message failure: %v", err)
+	require.False(t, connector.IsPermanent(err))
+	require.Contains(t, err.Error(), "gone")
+}
+
+// The connection keys without a DSN: host, port, user, database. A wrong
+// password is refused without being quoted.
+func TestConnectionKeys(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	s := newSink(t, map[string]any{"host": host, "port": int64(p), "username": "root", "database": cfg.DBName,
+		"table": "keys", "auto_create_table": true})
+	ctx := context.Background()
+	require.NoError(t, s.Open(ctx))
+	require.NoError(t, s.Close(ctx))
+	bad := newSink(t, map[string]any{"host": host, "port": int64(p), "user": "nobody", "password": "hunter2-secret",
+		"database": cfg.DBName, "table": "keys", "max_retries": int64(0)})
+	err = bad.Open(ctx)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "hunter2-secret")
 }
