@@ -306,3 +306,24 @@ func TestConnectionKeys(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2-secret")
 }
+
+// on_duplicate = "update": a message id written again overwrites the
+// row; the default keeps the first.
+func TestOnDuplicate(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	ctx := context.Background()
+	for table, mode := range map[string]string{"kept": "ignore", "updated": "update"} {
+		s := newSink(t, map[string]any{"dsn": dsn, "table": table, "auto_create_table": true, "on_duplicate": mode,
+			"payload_format": "text"})
+		require.NoError(t, s.Open(ctx))
+		for _, p := range []string{"first", "second"} {
+			require.NoError(t, s.Consume(ctx, &connector.SinkBatch{Stream: "s", Topic: "t",
+				Messages: []connector.Message{{ID: [16]byte{9}, Payload: []byte(p), Stream: "s", Topic: "t"}}}))
+		}
+		require.NoError(t, s.Close(ctx))
+	}
+	require.Equal(t, []string{"first"}, queryStrings(t, db, "SELECT payload FROM kept"))
+	require.Equal(t, []string{"second"}, queryStrings(t, db, "SELECT payload FROM updated"))
+}
