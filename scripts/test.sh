@@ -77,16 +77,17 @@ if ! command -v clickhouse-server >/dev/null 2>&1 && [ ! -x /usr/sbin/clickhouse
   echo "== installing ClickHouse (apt-get install clickhouse-server)"
   apt_install clickhouse-server
 fi
-# Redis, NATS (JetStream) and mosquitto for issue 15's connectors.
+# Redis, NATS (JetStream), mosquitto and MariaDB for issue 15's connectors.
 missing=()
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || missing+=(mosquitto)
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== installing ${missing[*]} (apt-get install)"
   apt_install "${missing[@]}"
 fi
-SERVERS+=(redis nats mqtt)
+SERVERS+=(redis nats mqtt mysql)
 for pid in "${GO_SERVER_BUILDS[@]}"; do
   wait "$pid" || { echo "building a test server failed:"; tail -n 20 "$SRV_CACHE"/*.log; exit 1; }
 done

@@ -34,6 +34,7 @@ func TestBuiltinsAreRegistered(t *testing.T) {
 		{connector.KindSink, "nats"}, {connector.KindSource, "nats"},
 		{connector.KindSink, "mqtt"}, {connector.KindSource, "mqtt"},
 		{connector.KindSink, "kafka"}, {connector.KindSource, "kafka"},
+		{connector.KindSink, "mysql"}, {connector.KindSource, "mysql"}, {connector.KindSink, "mariadb"}, {connector.KindSource, "mariadb"},
 	} {
 		_, ok := connector.Default.Lookup(c.kind, c.path)
 		require.True(t, ok, "%s %s", c.kind, c.path)
