@@ -194,7 +194,14 @@ func (s *Source) pollStream(ctx context.Context) (*connector.Batch, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("XREADGROUP %s of group %q on stream %q on %s: %w", s.cursor, s.group, s.stream, s.safeURL, err)
+		cursor := s.cursor
+		if cursor == ">" {
+			// The server may have handed entries to this consumer before
+			// the read failed or was cancelled: they are pending now, and
+			// only a read of our pending entries gets them.
+			s.cursor = "0"
+		}
+		return nil, fmt.Errorf("XREADGROUP %s of group %q on stream %q on %s: %w", cursor, s.group, s.stream, s.safeURL, err)
 	}
 	var msgs []goredis.XMessage
 	for _, r := range res {
@@ -206,8 +213,35 @@ func (s *Source) pollStream(ctx context.Context) (*connector.Batch, error) {
 			return nil, nil
 		}
 		s.cursor = msgs[len(msgs)-1].ID
+		msgs = s.notInFlight(msgs)
+		if len(msgs) == 0 {
+			return nil, nil
+		}
 	}
 	return s.streamBatch(ctx, msgs), nil
+}
+
+// notInFlight drops the entries of batches polled and not yet
+// acknowledged: a read of our pending entries returns them too.
+func (s *Source) notInFlight(msgs []goredis.XMessage) []goredis.XMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) == 0 {
+		return msgs
+	}
+	inFlight := map[string]bool{}
+	for _, ids := range s.pending {
+		for _, id := range ids {
+			inFlight[id] = true
+		}
+	}
+	out := msgs[:0]
+	for _, m := range msgs {
+		if !inFlight[m.ID] {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // streamBatch is the batch of msgs; entries deleted since they were read
