@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -181,7 +182,24 @@ type ConsumerStream struct {
 	// topic defaults to "<key>_dead_letter".
 	DeadLetterStream string `toml:"dead_letter_stream"`
 	DeadLetterTopic  string `toml:"dead_letter_topic"`
+
+	// Ordering is "partition" (the default), "key" or "none"; with "key"
+	// and "none", Concurrency batches are in the sink at once (default
+	// DefaultConcurrency) and MaxPending messages at most are read ahead
+	// of the committed offset, per partition (default 10 × batch_length).
+	Ordering    Ordering `toml:"ordering"`
+	Concurrency int      `toml:"ordering_concurrency"`
+	MaxPending  int      `toml:"max_pending"`
+	// StartFrom is where a consumer group with no stored offset starts:
+	// "first" (the default: the oldest message the topic holds), "now"
+	// (only messages sent from then on) or an offset ("42"). A group that
+	// has stored an offset goes on from it whatever StartFrom says.
+	StartFrom string `toml:"start_from"`
 }
+
+// DefaultConcurrency is how many batches a sink stream with ordering
+// "key" or "none" has in the sink at once.
+const DefaultConcurrency = 16
 
 // Default delivery settings of a sink stream (Ferry extensions).
 const (
@@ -194,6 +212,7 @@ func (s *ConsumerStream) setDefaults() {
 	s.Schema, s.BatchLength, s.PollInterval = SchemaJSON, 1000, 5*time.Millisecond
 	s.MaxRetries, s.RetryBackoff, s.MaxRetryBackoff = DefaultMaxRetries, DefaultRetryBackoff, DefaultMaxRetryBackoff
 	s.OnError = PolicyStop
+	s.Ordering = OrderPartition
 }
 
 func (*ConsumerStream) keyHints() map[string]string {
@@ -439,6 +458,22 @@ func (c *Connector) validate(b *binder) {
 		if s.PollInterval <= 0 {
 			b.fail(p.key("poll_interval"), `expected a duration above zero, such as "5ms"`)
 		}
+		if s.Concurrency < 0 || s.Concurrency > 1024 {
+			b.fail(p.key("ordering_concurrency"), "expected 1 to 1024, got %d", s.Concurrency)
+		}
+		if s.MaxPending < 0 {
+			b.fail(p.key("max_pending"), "expected a number of messages above zero, got %d", s.MaxPending)
+		}
+		if s.Ordering == OrderPartition {
+			for _, k := range []string{"ordering_concurrency", "max_pending"} {
+				if b.has(p.key(k)) {
+					b.fail(p.key(k), `only used with ordering = "key" or "none"`)
+				}
+			}
+		}
+		if _, err := ParseStartFrom(s.StartFrom); err != nil {
+			b.fail(p.key("start_from"), "%v", err)
+		}
 		if s.MaxRetryBackoff < s.RetryBackoff {
 			b.fail(p.key("max_retry_backoff"), "must not be shorter than retry_backoff (%s)", FormatDuration(s.RetryBackoff))
 		}
@@ -532,4 +567,26 @@ func (s *StreamSchema) resolve(dir string) {
 	for i, p := range s.ProtoIncludePaths {
 		s.ProtoIncludePaths[i] = resolvePath(dir, p, true)
 	}
+}
+
+// StartFrom is a parsed start_from: First, Now, or an Offset.
+type StartFrom struct {
+	Now    bool
+	Offset uint64 // with Now false: the first offset to read (0 = first)
+}
+
+// ParseStartFrom parses a start_from value: "" or "first", "now", or an
+// offset in decimal.
+func ParseStartFrom(v string) (StartFrom, error) {
+	switch v {
+	case "", "first":
+		return StartFrom{}, nil
+	case "now":
+		return StartFrom{Now: true}, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return StartFrom{}, fmt.Errorf(`expected "first", "now" or an offset such as "42", got %q`, v)
+	}
+	return StartFrom{Offset: n}, nil
 }

@@ -171,3 +171,24 @@ func (ErrorPolicy) enumValues() []string { return []string{"stop", "dead_letter"
 func (ErrorPolicy) enumAliases() map[string]string {
 	return map[string]string{"dead-letter": "dead_letter", "dlq": "dead_letter"}
 }
+
+// Ordering says which messages of a sink stream are delivered in order
+// (Ferry extension).
+type Ordering string
+
+// Orderings.
+const (
+	// OrderPartition delivers each partition's messages in offset order,
+	// one batch at a time: a failing message holds up its partition
+	// (upstream's behaviour, the default).
+	OrderPartition Ordering = "partition"
+	// OrderKey delivers the messages of each message key in offset order
+	// (strict FIFO per key) and different keys in parallel: a failing key
+	// holds up only itself.
+	OrderKey Ordering = "key"
+	// OrderNone promises no order: messages go out in parallel lanes and
+	// a failing message holds up only its lane.
+	OrderNone Ordering = "none"
+)
+
+func (Ordering) enumValues() []string { return []string{"partition", "key", "none"} }

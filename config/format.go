@@ -61,6 +61,10 @@ type consumerOut struct {
 	OnError          string   `toml:"on_error,omitempty" json:"on_error,omitempty"`
 	DeadLetterStream string   `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
 	DeadLetterTopic  string   `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
+	Ordering         string   `toml:"ordering,omitempty" json:"ordering,omitempty"`
+	Concurrency      *int     `toml:"ordering_concurrency,omitempty" json:"ordering_concurrency,omitempty"`
+	MaxPending       *int     `toml:"max_pending,omitempty" json:"max_pending,omitempty"`
+	StartFrom        string   `toml:"start_from,omitempty" json:"start_from,omitempty"`
 	streamSchemaOut
 }
 
@@ -100,6 +104,16 @@ func (c *Connector) streamsOut() any {
 		if s.OnError != PolicyStop && s.OnError != "" {
 			o.OnError, o.DeadLetterStream, o.DeadLetterTopic = string(s.OnError), s.DeadLetterStream, s.DeadLetterTopic
 		}
+		if s.Ordering != OrderPartition && s.Ordering != "" {
+			o.Ordering = string(s.Ordering)
+			if s.Concurrency != 0 {
+				o.Concurrency = &s.Concurrency
+			}
+			if s.MaxPending != 0 {
+				o.MaxPending = &s.MaxPending
+			}
+		}
+		o.StartFrom = s.StartFrom
 		out[i] = o
 	}
 	return out

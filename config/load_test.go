@@ -123,7 +123,7 @@ topics = ["b"]
 	require.Equal(t, ConsumerStream{
 		Stream: "a", Topics: []string{"b"}, Schema: SchemaJSON, BatchLength: 1000, PollInterval: 5 * time.Millisecond,
 		ConsumerGroup: "iggy-connect-sink-s1", MaxRetries: 3, RetryBackoff: 100 * time.Millisecond,
-		MaxRetryBackoff: 10 * time.Second, OnError: PolicyStop,
+		MaxRetryBackoff: 10 * time.Second, OnError: PolicyStop, Ordering: OrderPartition,
 	}, c.Consumers[0])
 	src, err := ParseConnector("s.toml", []byte("type = \"source\"\nkey = \"r\"\n[[streams]]\nstream = \"a\"\ntopic = \"b\"\n"), noEnv)
 	require.NoError(t, err)
