@@ -45,6 +45,7 @@ type GroupConsumer struct {
 	partitions []uint32
 	next       int
 	positions  map[uint32]uint64 // next offset to read, per partition read so far
+	started    map[uint32]bool   // partitions whose start (WithStartAt...) is settled
 	lastSync   time.Time
 	needSync   bool
 	closed     bool
@@ -71,6 +72,14 @@ type consumerConfig struct {
 	count          uint32
 	pollInterval   time.Duration
 	resyncInterval time.Duration
+	start          *startPoint // nil: the first message
+}
+
+// startPoint is where a group starts on a partition it has stored no
+// offset for: the end of the partition (end), or offset.
+type startPoint struct {
+	end    bool
+	offset uint64
 }
 
 // WithCreateGroup creates the group when it does not exist; the group must
@@ -103,6 +112,25 @@ func WithResyncInterval(d time.Duration) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.resyncInterval = d })
 }
 
+// WithStartAtEnd starts the group, on each partition it has stored no
+// offset for, after the last message the partition holds when this
+// consumer first polls it: only messages sent from then on are
+// delivered. The start is stored as the group's offset at once, so a
+// restart does not move it; but an empty partition has no offset to
+// store (Iggy cannot store "before 0"), so until something is committed
+// there a new consumer starts at its end again. Default: the first
+// message.
+func WithStartAtEnd() ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.start = &startPoint{end: true} })
+}
+
+// WithStartAt starts the group at offset on each partition it has stored
+// no offset for (stored as offset-1 at once; 0 is the first message).
+// An offset past the end of a partition starts at its end.
+func WithStartAt(offset uint64) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.start = &startPoint{offset: offset} })
+}
+
 // NewGroupConsumer prepares a member of group on stream/topic. It joins
 // the group (creating it with WithCreateGroup) on Join or the first Poll.
 func NewGroupConsumer(c *Client, stream, topic, group Identifier, opts ...ConsumerOption) (*GroupConsumer, error) {
@@ -127,7 +155,7 @@ func NewGroupConsumer(c *Client, stream, topic, group Identifier, opts ...Consum
 		return nil, errors.Join(errs...)
 	}
 	return &GroupConsumer{c: c, stream: stream, topic: topic, group: group, cfg: cfg,
-		closing: make(chan struct{}), positions: map[uint32]uint64{}}, nil
+		closing: make(chan struct{}), positions: map[uint32]uint64{}, started: map[uint32]bool{}}, nil
 }
 
 // Batch is what one Poll returns: messages of one partition, in offset
@@ -150,15 +178,24 @@ func (b *Batch) Commit(ctx context.Context) error {
 }
 
 // Join joins the group (creating it with WithCreateGroup) and reads this
-// member's assignment now rather than at the first Poll.
+// member's assignment now rather than at the first Poll (and settles the
+// start of WithStartAtEnd and WithStartAt on its partitions).
 func (g *GroupConsumer) Join(ctx context.Context) error {
 	g.pollMu.Lock()
 	defer g.pollMu.Unlock()
 	if g.isClosed() {
 		return ErrClosed
 	}
-	_, err := g.ensure(ctx)
-	return err
+	parts, err := g.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := g.settleStart(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Poll returns the next non-empty batch from the partitions assigned to
@@ -191,6 +228,9 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		p, strategy := g.pick(parts)
+		if err := g.settleStart(ctx, p); err != nil {
+			return nil, err
+		}
 		var reply *PollReply
 		err = g.shielded(ctx, func(ctx context.Context) (err error) {
 			reply, err = g.c.PollMessages(ctx, PollRequest{
@@ -246,6 +286,77 @@ func (g *GroupConsumer) pick(parts []uint32) (uint32, PollingStrategy) {
 		return p, AtOffset(pos)
 	}
 	return p, Next()
+}
+
+// settleStart stores the group's start on partition p (WithStartAtEnd,
+// WithStartAt) the first time this consumer polls p, when the group has
+// stored no offset for it; a partition that has one, or no start option,
+// is read from the group's offset as always.
+func (g *GroupConsumer) settleStart(ctx context.Context, p uint32) error {
+	g.mu.Lock()
+	done := g.cfg.start == nil || g.started[p]
+	g.mu.Unlock()
+	if done {
+		return nil
+	}
+	var stored bool
+	err := g.shielded(ctx, func(ctx context.Context) error {
+		_, err := g.c.GetConsumerOffset(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(p))
+		stored = err == nil
+		if errors.Is(err, ErrConsumerOffsetNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("iggy: group consumer: read the group's offset on partition %d: %w", p, err)
+	}
+	if !stored {
+		if err := g.storeStart(ctx, p); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
+	g.started[p] = true
+	g.mu.Unlock()
+	return nil
+}
+
+// storeStart stores the start offset on p: the partition's last offset
+// for the end, offset-1 for an offset (capped at the last offset).
+// Nothing is stored on an empty partition, or for offset 0: reading from
+// the first message is where a group without an offset begins anyway.
+func (g *GroupConsumer) storeStart(ctx context.Context, p uint32) error {
+	var details *TopicDetails
+	err := g.shielded(ctx, func(ctx context.Context) (err error) {
+		details, err = g.c.GetTopic(ctx, g.stream, g.topic)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("iggy: group consumer: read partition %d's end: %w", p, err)
+	}
+	i := slices.IndexFunc(details.Partitions, func(pi PartitionInfo) bool { return pi.ID == p })
+	if i < 0 {
+		return fmt.Errorf("iggy: group consumer: topic %s has no partition %d", g.topic, p)
+	}
+	part := details.Partitions[i]
+	if part.MessagesCount == 0 && part.CurrentOffset == 0 {
+		return nil // empty: nothing to skip
+	}
+	offset := part.CurrentOffset
+	if !g.cfg.start.end {
+		if g.cfg.start.offset == 0 {
+			return nil
+		}
+		offset = min(offset, g.cfg.start.offset-1)
+	}
+	err = g.shielded(ctx, func(ctx context.Context) error {
+		return g.c.StoreConsumerOffset(ctx, ConsumerGroup(g.group), g.stream, g.topic, Partition(p), offset)
+	})
+	if err != nil {
+		return fmt.Errorf("iggy: group consumer: store the start offset %d on partition %d: %w", offset, p, err)
+	}
+	return nil
 }
 
 func (g *GroupConsumer) markResync() {
