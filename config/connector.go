@@ -87,6 +87,7 @@ type ProducerStream struct {
 	BatchLength    uint32        `toml:"batch_length"`
 	LingerTime     time.Duration `toml:"linger_time"`
 	StreamSchema
+	ProducedEvents // Ferry extension: produces = [...] (config/events.go)
 
 	// Ferry extensions: delivery. OnError says what happens to a polled
 	// message that cannot be sent to this stream: one that does not
@@ -195,6 +196,8 @@ type ConsumerStream struct {
 	// (only messages sent from then on) or an offset ("42"). A group that
 	// has stored an offset goes on from it whatever StartFrom says.
 	StartFrom string `toml:"start_from"`
+
+	ConsumedEvents // Ferry extension: consumes = [...] (config/events.go)
 }
 
 // DefaultConcurrency is how many batches a sink stream with ordering

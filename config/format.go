@@ -24,9 +24,10 @@ type producerOut struct {
 	BatchLength    uint32  `toml:"batch_length" json:"batch_length"`
 	LingerTime     string  `toml:"linger_time" json:"linger_time"`
 	// Ferry's delivery keys, when set.
-	OnError          string `toml:"on_error,omitempty" json:"on_error,omitempty"`
-	DeadLetterStream string `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
-	DeadLetterTopic  string `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
+	OnError          string   `toml:"on_error,omitempty" json:"on_error,omitempty"`
+	DeadLetterStream string   `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
+	DeadLetterTopic  string   `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
+	Produces         []string `toml:"produces,omitempty" json:"produces,omitempty"` // config/events.go
 	streamSchemaOut
 }
 
@@ -65,6 +66,7 @@ type consumerOut struct {
 	Concurrency      *int     `toml:"ordering_concurrency,omitempty" json:"ordering_concurrency,omitempty"`
 	MaxPending       *int     `toml:"max_pending,omitempty" json:"max_pending,omitempty"`
 	StartFrom        string   `toml:"start_from,omitempty" json:"start_from,omitempty"`
+	Consumes         []string `toml:"consumes,omitempty" json:"consumes,omitempty"` // config/events.go
 	streamSchemaOut
 }
 
@@ -77,7 +79,7 @@ func (c *Connector) streamsOut() any {
 			out[i] = producerOut{Stream: s.Stream, Topic: s.Topic, Schema: string(s.Schema), AvroSchemaJSON: optional(s.AvroSchemaJSON),
 				AvroSchemaPath: optional(s.AvroSchemaPath), BatchLength: s.BatchLength, LingerTime: FormatDuration(s.LingerTime),
 				OnError: string(s.OnError), DeadLetterStream: s.DeadLetterStream, DeadLetterTopic: s.DeadLetterTopic,
-				streamSchemaOut: schemaOut(s.StreamSchema)}
+				Produces: s.Produces, streamSchemaOut: schemaOut(s.StreamSchema)}
 		}
 		return out
 	}
@@ -86,7 +88,7 @@ func (c *Connector) streamsOut() any {
 		o := consumerOut{
 			Stream: s.Stream, Topics: s.Topics, Schema: string(s.Schema), AvroSchemaJSON: optional(s.AvroSchemaJSON),
 			AvroSchemaPath: optional(s.AvroSchemaPath), BatchLength: s.BatchLength, PollInterval: FormatDuration(s.PollInterval),
-			ConsumerGroup: s.ConsumerGroup, streamSchemaOut: schemaOut(s.StreamSchema),
+			ConsumerGroup: s.ConsumerGroup, Consumes: s.Consumes, streamSchemaOut: schemaOut(s.StreamSchema),
 		}
 		if o.Topics == nil {
 			o.Topics = []string{}

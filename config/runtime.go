@@ -19,6 +19,9 @@ type Runtime struct {
 	State      State      `toml:"state"`
 	Telemetry  Telemetry  `toml:"telemetry"`
 	Logging    Logging    `toml:"logging"`
+	// Events (Ferry extension) is the [events."NAME"] catalog of declared
+	// event types; see config/events.go.
+	Events EventCatalog `toml:"events" cfg:"noenv"`
 
 	// File is the config file this was loaded from, made absolute; empty
 	// when no file was read.
