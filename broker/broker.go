@@ -59,6 +59,8 @@ type Broker struct {
 
 	controls controls
 
+	events *eventPub // nil with events off (events.go)
+
 	registry    *prometheus.Registry // the broker's own (metrics.go)
 	metricsSrv  *http.Server         // nil without Config.MetricsAddr
 	metricsAddr string
@@ -82,6 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		logins:   newLoginLimiter(cfg.clock),
 		verified: newVerifiedPasswords(),
 	}
+	b.events = newEventPub(b, cfg.Events)
 	if err := b.recover(ctx); err != nil {
 		cancel()
 		b.closeLogs()
@@ -89,6 +92,13 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 			b.dirLock.Close()
 		}
 		return nil, err
+	}
+	if b.events != nil {
+		// A failure is logged: the broker serves, and the next event
+		// tries again.
+		if err := b.events.ensure(true); err != nil {
+			b.log.Warn("events: the system stream could not be made; retrying at the next event", "err", err)
+		}
 	}
 	lc := net.ListenConfig{}
 	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
@@ -125,6 +135,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	b.goroutine(b.acceptLoop)
 	b.goroutine(b.janitor)
 	b.goroutine(b.retentionLoop)
+	if b.events != nil {
+		b.goroutine(func() { b.events.run(b.ctx) })
+	}
 	if cfg.DataDir != "" && cfg.Fsync == FsyncInterval {
 		b.goroutine(b.fsyncLoop)
 	}

@@ -106,12 +106,14 @@ func handleStoreConsumerOffset(b *Broker, r *request) reply {
 	if cur, nonEmpty := p.current(); !nonEmpty || req.Offset > cur {
 		return status(wire.ErrInvalidOffset.Code)
 	}
-	if err := p.storeOffset(consumerKey(req.Consumer, g), req.Offset, false); err != nil {
+	key := consumerKey(req.Consumer, g)
+	if err := p.storeOffset(key, req.Offset, false); err != nil {
 		if errors.Is(err, os.ErrClosed) { // the partition was deleted meanwhile
 			return status(wire.ErrResourceNotFound.Code)
 		}
 		return b.writeFailed("store consumer offset", err)
 	}
+	b.events.offsetStored(p, g, key, req.Offset)
 	if g != nil {
 		g.settle(p, time.Now())
 	}

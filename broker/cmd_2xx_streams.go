@@ -15,6 +15,7 @@ package broker
 
 import (
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 func handleGetStream(b *Broker, r *request) reply {
@@ -83,6 +84,7 @@ func handleCreateStream(b *Broker, r *request) reply {
 		delete(b.streams, s.id)
 		return b.writeFailed("create stream", err)
 	}
+	b.events.streamEvent(sysevents.StreamCreated, s, "")
 	d := s.details()
 	return okResult(&d)
 }
@@ -110,6 +112,9 @@ func handleUpdateStream(b *Broker, r *request) reply {
 		s.name = old
 		return b.writeFailed("update stream", err)
 	}
+	if old != s.name {
+		b.events.streamEvent(sysevents.StreamUpdated, s, old)
+	}
 	return okResult(nil)
 }
 
@@ -134,6 +139,7 @@ func handleDeleteStream(b *Broker, r *request) reply {
 	for _, t := range s.topics {
 		b.destroyTopic(t)
 	}
+	b.events.streamEvent(sysevents.StreamDeleted, s, "")
 	return okResult(nil)
 }
 
@@ -153,5 +159,6 @@ func handlePurgeStream(b *Broker, r *request) reply {
 			return b.writeFailed("purge stream", err)
 		}
 	}
+	b.events.streamEvent(sysevents.StreamPurged, s, "")
 	return okResult(nil)
 }

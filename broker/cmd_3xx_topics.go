@@ -20,6 +20,7 @@ import (
 	"errors"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 // maxPartitionsPerRequest bounds create_topic, create_partitions and
@@ -106,6 +107,7 @@ func handleCreateTopic(b *Broker, r *request) reply {
 		b.destroyTopic(t)
 		return b.writeFailed("create topic", err)
 	}
+	b.events.topicEvent(sysevents.TopicCreated, t, "")
 	d := t.details(true)
 	return okResult(&d)
 }
@@ -166,6 +168,11 @@ func handleUpdateTopic(b *Broker, r *request) reply {
 		t.name, t.opts = oldName, oldOpts
 		return b.writeFailed("update topic", err)
 	}
+	previous := ""
+	if oldName != t.name {
+		previous = oldName
+	}
+	b.events.topicEvent(sysevents.TopicUpdated, t, previous)
 	return okResult(nil)
 }
 
@@ -188,6 +195,7 @@ func handleDeleteTopic(b *Broker, r *request) reply {
 		return b.writeFailed("delete topic", err)
 	}
 	b.destroyTopic(t)
+	b.events.topicEvent(sysevents.TopicDeleted, t, "")
 	return okResult(nil)
 }
 
@@ -205,6 +213,7 @@ func handlePurgeTopic(b *Broker, r *request) reply {
 	if err := b.purgeTopic(t); err != nil {
 		return b.writeFailed("purge topic", err)
 	}
+	b.events.topicEvent(sysevents.TopicPurged, t, "")
 	return okResult(nil)
 }
 

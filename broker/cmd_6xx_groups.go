@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 func handleGetConsumerGroup(b *Broker, r *request) reply {
@@ -170,9 +171,11 @@ func handleJoinConsumerGroup(b *Broker, r *request) reply {
 		return okResult(nil)
 	}
 	m := &member{id: g.nextMemberID(), client: client, conn: c}
+	g.ev = b.events
 	t := g.topic
 	inflight := func(pid uint32) bool { return g.inflight(t.parts[pid]) }
 	g.join(m, len(t.parts), inflight, time.Now().Add(b.cfg.RebalancingTimeout))
+	g.ev.groupEvent(sysevents.GroupJoined, g, m, sysevents.ReasonJoined)
 	c.mu.Lock()
 	c.groups[g] = struct{}{}
 	c.mu.Unlock()
@@ -199,7 +202,7 @@ func handleLeaveConsumerGroup(b *Broker, r *request) reply {
 	if m == nil || g.deleted {
 		return rejected(wire.ErrConsumerGroupMemberNotFound.Code)
 	}
-	g.remove(m, len(g.parts))
+	g.remove(m, len(g.parts), sysevents.ReasonLeft)
 	c.mu.Lock()
 	delete(c.groups, g)
 	c.mu.Unlock()

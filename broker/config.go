@@ -108,6 +108,11 @@ type Config struct {
 	// Dedup turns on message deduplication by id (see dedup.go); default
 	// off, as upstream's.
 	Dedup Dedup
+	// Events publishes the broker's events (streams, topics, segments
+	// deleted by retention, groups, offsets, clients, failed logins) to
+	// the system stream ferry.events (events.go, package sysevents).
+	// Default off; ferry run and ferry serve turn it on.
+	Events Events
 	// RetentionInterval is the period of the sweep that applies
 	// message_expiry and max_topic_size. Default 10s.
 	RetentionInterval time.Duration
@@ -177,6 +182,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Events = c.Events.withDefaults()
 	return c
 }
 
@@ -206,6 +212,11 @@ func (c Config) validate() error {
 	} else if c.MaxUnauthConns > c.MaxConns {
 		errs = append(errs, fmt.Errorf("the cap on connections not logged in (%d) is above the cap on all connections (%d)",
 			c.MaxUnauthConns, c.MaxConns))
+	}
+	if c.Events.Enabled {
+		if err := c.Events.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("broker config: %w", err)

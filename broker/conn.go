@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 // conn is one client connection. Its reader goroutine reads a frame,
@@ -382,7 +383,7 @@ func (c *conn) send(h *wire.RequestHeader, rep reply) bool {
 // finish runs when the reader ends: the session ends as on a logout (the
 // client leaves every group), then the writer drains and closes.
 func (c *conn) finish() {
-	c.unbind()
+	c.unbind(sysevents.ReasonClosed)
 	c.b.dropConn(c)
 	close(c.out)
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 // group is one consumer group of a topic. id, name and topic are fixed
@@ -49,6 +50,9 @@ type group struct {
 	owner      map[uint32]*member
 	pending    map[uint32]*revocation
 	polled     map[uint32]uint64 // last offset a poll served the owner
+	// ev publishes the group's rebalances; set at its first join (nil
+	// with events off). See events_points.go.
+	ev *eventPub
 }
 
 type member struct {
@@ -92,8 +96,9 @@ func (g *group) nextMemberID() uint32 {
 }
 
 // reset assigns partitions 0..n-1 round-robin over the members in join
-// order and clears pending revocations. Caller holds g.mu.
-func (g *group) reset(n int) {
+// order and clears pending revocations; reason and m say why, for the
+// group.rebalanced event. Caller holds g.mu.
+func (g *group) reset(n int, reason string, m *member) {
 	old := g.owner
 	g.owner = make(map[uint32]*member, n)
 	g.pending = map[uint32]*revocation{}
@@ -108,17 +113,20 @@ func (g *group) reset(n int) {
 		}
 	}
 	g.generation++
+	g.rebalanced(reason, m)
 }
 
-// remove drops m and resets the assignment. Caller holds g.mu.
-func (g *group) remove(m *member, n int) {
+// remove drops m and resets the assignment; reason is why it left
+// (sysevents.ReasonLeft or ReasonDisconnected). Caller holds g.mu.
+func (g *group) remove(m *member, n int, reason string) {
 	for i, x := range g.members {
 		if x == m {
 			g.members = append(g.members[:i:i], g.members[i+1:]...)
 			break
 		}
 	}
-	g.reset(n)
+	g.ev.groupEvent(sysevents.GroupLeft, g, m, reason)
+	g.reset(n, reason, m)
 }
 
 // join adds m and moves partitions to it cooperatively. inflight reports
@@ -127,6 +135,7 @@ func (g *group) remove(m *member, n int) {
 func (g *group) join(m *member, n int, inflight func(pid uint32) bool, deadline time.Time) {
 	g.members = append(g.members, m)
 	g.generation++
+	defer g.rebalanced(sysevents.ReasonJoined, m)
 	load := map[*member]int{}
 	owned := map[*member][]uint32{} // movable partitions, ascending
 	for p := uint32(0); p < uint32(n); p++ {
@@ -224,6 +233,7 @@ func (g *group) settle(p *partition, now time.Time) {
 	delete(g.polled, p.id)
 	g.owner[p.id] = rv.to
 	g.generation++
+	g.rebalanced(sysevents.ReasonSettled, nil)
 }
 
 // settleAll settles every pending revocation. Caller holds g.mu.
@@ -291,7 +301,7 @@ func (b *Broker) leaveAll(client wire.U128, groups map[*group]struct{}) {
 	for g := range groups {
 		g.mu.Lock()
 		if m := g.memberByClient(client); m != nil && !g.deleted {
-			g.remove(m, len(g.parts))
+			g.remove(m, len(g.parts), sysevents.ReasonDisconnected)
 			b.log.Debug("member left on disconnect", "group", g.name, "generation", g.generation)
 		}
 		g.mu.Unlock()
@@ -304,7 +314,7 @@ func (t *topic) resetGroups() {
 	for _, g := range t.groups {
 		g.mu.Lock()
 		g.parts = slices.Clone(t.parts)
-		g.reset(len(t.parts))
+		g.reset(len(t.parts), sysevents.ReasonRepartition, nil)
 		for pid := range g.polled {
 			if int(pid) >= len(t.parts) {
 				delete(g.polled, pid)

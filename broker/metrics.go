@@ -122,6 +122,7 @@ func newRegistry(b *Broker) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collector{b},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(b.events.collectors()...)
 	return r
 }
 

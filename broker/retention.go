@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/broker/storage"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 func (b *Broker) retentionLoop() {
@@ -35,6 +36,7 @@ func (b *Broker) retentionLoop() {
 }
 
 type sweepItem struct {
+	t             *topic
 	name          string
 	expiry, limit uint64
 	parts         []*partition
@@ -47,7 +49,7 @@ func (b *Broker) sweep(now time.Time) {
 	for _, s := range b.streams {
 		for _, t := range s.topics {
 			if t.opts.MessageExpiry != math.MaxUint64 || t.opts.MaxTopicSize != math.MaxUint64 {
-				items = append(items, sweepItem{t.name, t.opts.MessageExpiry, t.opts.MaxTopicSize, append([]*partition(nil), t.parts...)})
+				items = append(items, sweepItem{t, t.name, t.opts.MessageExpiry, t.opts.MaxTopicSize, append([]*partition(nil), t.parts...)})
 			}
 		}
 	}
@@ -56,7 +58,7 @@ func (b *Broker) sweep(now time.Time) {
 	for _, it := range items {
 		if it.expiry != math.MaxUint64 {
 			for _, p := range it.parts {
-				b.dropSegments(it.name, p, expiredSegments(p.log.Segments(), it.expiry, nowUS))
+				b.dropSegments(it.name, p, expiredSegments(p.log.Segments(), it.expiry, nowUS), sysevents.ReasonExpiry)
 			}
 		}
 		if it.limit != math.MaxUint64 {
@@ -91,20 +93,29 @@ func (b *Broker) enforceSize(it sweepItem) {
 				victim, oldest = p, segs[0]
 			}
 		}
-		if total <= it.limit || victim == nil || !b.dropSegments(it.name, victim, 1) {
+		if total <= it.limit || victim == nil || !b.dropSegments(it.name, victim, 1, sysevents.ReasonSize) {
 			return
 		}
 	}
 }
 
-// dropSegments drops the n oldest segments of p and reports success.
-func (b *Broker) dropSegments(topic string, p *partition, n int) bool {
+// dropSegments drops the n oldest segments of p and reports success;
+// reason (sysevents.ReasonExpiry or ReasonSize) goes to the
+// segment.deleted event.
+func (b *Broker) dropSegments(topic string, p *partition, n int, reason string) bool {
 	if n <= 0 {
 		return false
 	}
+	var segs []storage.SegmentInfo
 	p.mu.Lock()
+	if b.events != nil {
+		segs = p.log.Segments()
+	}
 	dropped, err := p.log.DropOldest(n)
 	p.mu.Unlock()
+	if err == nil && dropped > 0 && segs != nil {
+		b.events.segmentsDeleted(p, segs[:min(dropped, len(segs))], reason)
+	}
 	if err != nil {
 		if !errors.Is(err, storage.ErrClosed) {
 			b.log.Warn("retention: dropping segments failed", "topic", topic, "partition", p.id, "err", err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/sysevents"
 )
 
 // rootUserID is the id of the root user.
@@ -92,6 +93,7 @@ func (b *Broker) register(r *request) reply {
 	b.mu.RUnlock()
 	c.authed.Store(true)
 	b.loggedIn(c)
+	b.events.clientEvent(sysevents.ClientConnected, c, uid, "")
 	c.watermark, c.cached = 0, nil
 	b.log.Debug("session bound", "conn", c.id, "session", session, "user_id", uid)
 	return registerReply(uid, session)
@@ -134,6 +136,7 @@ func (b *Broker) checkCredentials(c *conn, pw *wire.Register, tok *wire.Register
 	}
 	refused := reply{evict: reason}
 	count, warn := att.end(loginFailed)
+	b.events.loginFailed(c, tok != nil, username, reason)
 	b.log.Debug("login refused", "conn", c.id, "remote", c.remote, "reason", refused.evict, "username", username)
 	if warn {
 		b.log.Warn("failed logins", "remote", c.remote, "failures", count, "last_username", username,
@@ -202,7 +205,7 @@ func (b *Broker) checkToken(token string) (uint32, wire.EvictionReason) {
 func handleLogout(b *Broker, r *request) reply {
 	c := r.c
 	if bound, _, _, _ := c.sessionInfo(); bound {
-		c.unbind()
+		c.unbind(sysevents.ReasonLogout)
 		c.loginBy = time.Now().Add(b.cfg.LoginTimeout)
 		b.loggedOut(c)
 	}
@@ -211,16 +214,21 @@ func handleLogout(b *Broker, r *request) reply {
 
 // unbind ends the connection's session: it leaves every consumer group
 // (which rebalances them) and forgets the request-id watermark. It runs
-// on the reader goroutine (logout, disconnect).
-func (c *conn) unbind() {
+// on the reader goroutine (logout, disconnect); reason (ReasonLogout or
+// ReasonClosed) goes to the client.disconnected event of a bound session.
+func (c *conn) unbind(reason string) {
 	c.mu.Lock()
 	groups := c.groups
 	client := c.client
+	bound, user := c.bound, c.userID
 	c.bound, c.session, c.client, c.userID = false, 0, wire.U128{}, 0
 	c.groups = map[*group]struct{}{}
 	c.mu.Unlock()
 	c.watermark, c.cached = 0, nil
 	if len(groups) > 0 {
 		c.b.leaveAll(client, groups)
+	}
+	if bound {
+		c.b.events.clientEvent(sysevents.ClientDisconnected, c, user, reason)
 	}
 }
