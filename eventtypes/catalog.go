@@ -108,6 +108,7 @@ func (c *Catalog) Names() []string {
 func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error) {
 	c := &Catalog{}
 	var errs config.Errors
+	failed := map[string]bool{} // types whose entry is reported already
 	if rt != nil {
 		if rt.Iggy.Embedded() {
 			c.Server = rt.Iggy.EmbeddedAddress
@@ -120,6 +121,7 @@ func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error)
 			if err != nil {
 				errs = append(errs, &config.FieldError{File: et.File, Line: et.Line,
 					Key: eventKey(et.Name, schemaKey(et)), Msg: err.Error()})
+				failed[et.Name] = true
 				continue
 			}
 			c.Types = append(c.Types, t)
@@ -143,7 +145,7 @@ func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error)
 		if cc == nil || !cc.Enabled {
 			continue
 		}
-		errs = append(errs, c.addConnector(cc, byTopic)...)
+		errs = append(errs, c.addConnector(cc, byTopic, failed)...)
 	}
 	for _, e := range c.Endpoints {
 		for _, name := range e.Types {
@@ -232,7 +234,7 @@ func newType(et *config.EventType) (*Type, error) {
 }
 
 // addConnector adds cc's endpoints; errors for names not in the catalog.
-func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string) config.Errors {
+func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string, failed map[string]bool) config.Errors {
 	var errs config.Errors
 	kind := KindSink
 	switch {
@@ -245,7 +247,9 @@ func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string
 		e := Endpoint{Kind: kind, Key: cc.Key, Plugin: cc.PluginName(), Stream: stream, Topic: topic, Schema: string(schema)}
 		for j, name := range declared {
 			if c.Get(name) == nil {
-				errs = append(errs, c.unknown(cc, i, key, j, name))
+				if !failed[name] {
+					errs = append(errs, c.unknown(cc, i, key, j, name))
+				}
 				continue
 			}
 			e.Types = append(e.Types, name)
@@ -318,7 +322,7 @@ func (c *Catalog) ValidateEncoded(name string, schema connector.Schema, payload 
 
 // TypeOf tells which of declared a message is: the only one, else the
 // ce_type header, else the JSON payload's top-level "type" member; the
-// name must be one of declared. ok is false when none applies.
+// name must be one of declared; the error says why none applies.
 func TypeOf(declared []string, ceType string, payload []byte) (name string, err error) {
 	switch {
 	case len(declared) == 1 && ceType == "":

@@ -49,7 +49,7 @@ func (c *Catalog) Check() []Finding {
 			switch {
 			case len(t.Producers) == 0:
 				out = append(out, Finding{SeverityError, t.Name, "", fmt.Sprintf("%s consumes it, but nobody produces it (no source stream lists it in produces, and its entry names no topic)", e)})
-			case !slices.ContainsFunc(t.Producers, func(p Endpoint) bool { return p.Address() == e.Address() }):
+			case !c.producedFor(t, e):
 				out = append(out, Finding{SeverityError, t.Name, "", fmt.Sprintf("%s consumes it, but it is produced only on %s", e, addresses(t.Producers))})
 			}
 		}
@@ -62,6 +62,22 @@ func (c *Catalog) Check() []Finding {
 		}
 	}
 	return out
+}
+
+// producedFor reports whether t is produced on a topic that consumer e,
+// or another topic of the same connector stream entry that also lists t,
+// reads: one entry's consumes applies to all its topics, and it is
+// enough that each type arrives on one of them.
+func (c *Catalog) producedFor(t *Type, e Endpoint) bool {
+	for _, o := range t.Consumers {
+		if o.Kind != e.Kind || o.Key != e.Key || o.Stream != e.Stream {
+			continue
+		}
+		if slices.ContainsFunc(t.Producers, func(p Endpoint) bool { return p.Address() == o.Address() }) {
+			return true
+		}
+	}
+	return false
 }
 
 func addresses(es []Endpoint) string {

@@ -2,6 +2,7 @@ package eventtypes
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +122,15 @@ func compileJSONSchema(name, file string, doc []byte) (*validator, error) {
 	}
 	s, err := c.Compile(loc)
 	if err != nil {
+		var sve *jsonschema.SchemaValidationError
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+			var parts []string
+			for _, p := range problems(ve) {
+				parts = append(parts, "at "+cmp.Or(p.Pointer, "/")+": "+p.Message)
+			}
+			return nil, fmt.Errorf("the JSON Schema is not valid against its metaschema: %s", strings.Join(parts, "; "))
+		}
 		return nil, fmt.Errorf("the JSON Schema does not compile: %w", err)
 	}
 	return &validator{json: s}, nil
@@ -174,21 +184,22 @@ func jsonReason(err error) string {
 // problems flattens a validation error to its leaves, each at its
 // instance location.
 func problems(ve *jsonschema.ValidationError) []Problem {
-	out := ve.BasicOutput()
 	var ps []Problem
-	for _, u := range out.Errors {
-		if u.Error == nil {
-			continue
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
 		}
-		msg := u.Error.String()
-		if strings.HasPrefix(msg, "validation failed") || strings.HasPrefix(msg, "doesn't validate with") {
-			continue // a summary of the leaves below
+		msg := e.Error()
+		if u := e.BasicOutput(); u.Error != nil {
+			msg = u.Error.String()
 		}
-		ps = append(ps, Problem{Pointer: u.InstanceLocation, Message: msg})
+		ps = append(ps, Problem{Pointer: pointer(e.InstanceLocation), Message: msg})
 	}
-	if len(ps) == 0 {
-		ps = append(ps, Problem{Pointer: pointer(ve.InstanceLocation), Message: ve.Error()})
-	}
+	walk(ve)
 	return ps
 }
 
