@@ -135,6 +135,7 @@ type eventPub struct {
 
 	offMu   sync.Mutex // a leaf lock; guards offs
 	offs    map[offKey]*offPending
+	maxOffs int               // cap on len(offs): maxOffsetKeys
 	checker wire.BatchChecker // publisher goroutine only
 	buf     []byte            // publisher goroutine only
 	failLog logQuota          // publisher goroutine only
@@ -169,7 +170,7 @@ func newEventPub(b *Broker, cfg Events) *eventPub {
 	}
 	e := &eventPub{
 		b: b, cfg: cfg, q: make(chan pendingEvent, cfg.QueueSize),
-		instance: strconv.FormatInt(b.start.UnixMicro(), 10), offs: map[offKey]*offPending{},
+		instance: strconv.FormatInt(b.start.UnixMicro(), 10), offs: map[offKey]*offPending{}, maxOffs: maxOffsetKeys,
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iggy_broker_events_published_total",
 			Help: "system events appended to the ferry.events stream, by type (Ferry)"}, []string{"type"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "iggy_broker_events_dropped_total",

@@ -142,7 +142,7 @@ func (e *eventPub) offsetStored(p *partition, g *group, k offsetKey, offset uint
 		o.stores++
 		return
 	}
-	if len(e.offs) >= maxOffsetKeys {
+	if len(e.offs) >= e.maxOffs {
 		e.dropped.WithLabelValues(dropOffsetsFull).Inc()
 		return
 	}
