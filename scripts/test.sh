@@ -112,6 +112,20 @@ if [ ! -d examples/plugins/node-source/node_modules ]; then
   npm ci --prefix examples/plugins/node-source --no-audit --no-fund --loglevel=error
 fi
 export FERRY_REQUIRE_PLUGIN_RUNTIMES=1
+# The AsyncAPI parser for eventtypes' document test: @asyncapi/parser and
+# its Avro and Protobuf schema parsers from the npm registry, versions
+# pinned, installed once into the server cache (a directory per set of
+# versions; the next runs only check that it is there).
+ASYNCAPI_PKGS=(@asyncapi/parser@3.6.6 @asyncapi/avro-schema-parser@3.1.0 @asyncapi/protobuf-schema-parser@3.9.0)
+ASYNCAPI_DIR="$SRV_CACHE/asyncapi-parser-3.6.6-avro-3.1.0-protobuf-3.9.0"
+if [ ! -f "$ASYNCAPI_DIR/node_modules/@asyncapi/parser/package.json" ]; then
+  echo "== npm install ${ASYNCAPI_PKGS[*]} (into $ASYNCAPI_DIR)"
+  rm -rf "$ASYNCAPI_DIR.tmp" && mkdir -p "$ASYNCAPI_DIR.tmp"
+  echo '{"private": true}' > "$ASYNCAPI_DIR.tmp/package.json"
+  npm install --prefix "$ASYNCAPI_DIR.tmp" --no-audit --no-fund --loglevel=error "${ASYNCAPI_PKGS[@]}"
+  rm -rf "$ASYNCAPI_DIR" && mv "$ASYNCAPI_DIR.tmp" "$ASYNCAPI_DIR"
+fi
+export FERRY_ASYNCAPI_PARSER_DIR="$ASYNCAPI_DIR" FERRY_REQUIRE_ASYNCAPI=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
