@@ -2,6 +2,9 @@ package webhook
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"net"
 	"net/http"
@@ -120,3 +123,11 @@ func ackAll(t testing.TB, s *Source) <-chan connector.Message {
 func addrURL(s *Source, path string) string { return "http://" + s.Addr().String() + path }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// hmacHex is "sha256=" + hex HMAC-SHA256, computed here, not with
+// webhooksig.
+func hmacHex(secret, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
