@@ -21,7 +21,7 @@ func init() {
 		Kind:      connector.KindSource,
 		Name:      "mysql",
 		Aliases:   []string{"mariadb"},
-		Summary:   "MySQL or MariaDB rows by polling a table on a tracking column (no binlog CDC)",
+		Summary:   "MySQL or MariaDB rows by polling a table on a tracking column, or MariaDB row changes from the binlog (mode = \"cdc\")",
 		Spec:      SourceSpec,
 		NewSource: NewSource,
 	})
@@ -73,6 +73,9 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if parsed.String("mode") == "cdc" {
+		return newCDCSource(c, parsed, log), nil
 	}
 	return &Source{conn: c, set: sourceSettingsFrom(parsed), log: log, pos: map[string]position{},
 		keys: map[*connector.Batch][]tableKeys{}}, nil

@@ -6,11 +6,13 @@ import (
 	"github.com/ferryhq/ferry/connector"
 )
 
-// SourceSpec is the mysql source's plugin_config (polling only); every
+// SourceSpec is the mysql source's plugin_config (polling and CDC); every
 // key is Ferry's, named as the postgres source names them.
-var SourceSpec = connector.NewSpec(append(connectionFields(),
+var SourceSpec = connector.NewSpec(append(append(connectionFields(),
+	connector.NewEnumField("mode", "polling", "cdc").WithDefault("polling").
+		WithDoc("polling: query tables by a tracking column; cdc: read row changes from the binary log (MariaDB)"),
 	connector.NewListField("tables", connector.NewStringField("").WithCheck(checkTable)).WithExample([]string{"users"}).
-		WithDoc(`tables to read: "table" or "database.table"`),
+		WithDoc(`tables to read: "table" or "database.table"; cdc: empty means every table of the database`),
 	connector.NewStringField("table").WithCheck(checkTable).WithDoc("one more table, a shorthand for tables = [table]"),
 	connector.NewStringField("tracking_column").WithDefault("id").WithCheck(checkIdent).
 		WithDoc("a column whose values grow with each new row (an AUTO_INCREMENT id, an insert time); rows are read in its order"),
@@ -23,7 +25,10 @@ var SourceSpec = connector.NewSpec(append(connectionFields(),
 		WithDoc("a boolean column set to 1 once a row is in Iggy; rows where it is 1 are not read"),
 	connector.NewStringField("payload_column").WithCheck(checkIdent).
 		WithDoc("send this column's value as the payload instead of a JSON record of the row"),
-)...).Lint(lintConnection).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+), cdcFields()...)...).Lint(lintConnection).Lint(lintCDC).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	if s.String("mode") == "cdc" {
+		return
+	}
 	if len(s.Strings("tables")) == 0 && s.String("table") == "" {
 		fail("tables", "required key is missing (or set table)")
 	}

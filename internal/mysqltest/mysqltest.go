@@ -11,6 +11,10 @@
 // server on a free loopback port with --skip-name-resolve, so root@127.0.0.1
 // (created by install-db without a password) is the account tests use.
 //
+// The server writes a binary log for change data capture: server_id 1,
+// log_bin, binlog_format=ROW, binlog_row_image=FULL and
+// binlog_row_metadata=FULL (column names in every TABLE_MAP event).
+//
 // Tests share the server and keep apart by their own databases
 // (Database). A test that takes the server down gets one of its own with
 // Private, and stops and starts it with Halt and Resume (same port, same
@@ -155,7 +159,11 @@ func start() (*servertest.Process, string, error) {
 			Args: []string{server, "--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "sock"),
 				fmt.Sprintf("--port=%d", port), "--bind-address=127.0.0.1", "--skip-name-resolve",
 				"--pid-file=" + filepath.Join(dir, "pid"), "--log-error=" + filepath.Join(dir, "error.log"),
-				"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M"},
+				"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
+				// The binary log for the mysql source's CDC mode: row events
+				// with whole images and column names, GTIDs in domain 0.
+				"--server-id=1", "--log-bin=" + filepath.Join(data, "binlog"), "--binlog-format=ROW",
+				"--binlog-row-image=FULL", "--binlog-row-metadata=FULL", "--expire-logs-days=1"},
 			Env:     []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")},
 			Dir:     dir,
 			User:    "mysql",
