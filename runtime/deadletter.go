@@ -82,6 +82,9 @@ func (d *deadLetter) sendMessages(ctx context.Context, msgs []iggy.Message) erro
 	if err != nil {
 		return fmt.Errorf("send to %s %s/%s: %w", d.label(), d.stream, d.topic, d.rt.explainDenied(err, actSend, d.stream, d.topic))
 	}
+	if d.what == "" && d.rt != nil { // a dead-letter topic, not a routed one
+		d.rt.events.deadLettered(d, msgs)
+	}
 	return nil
 }
 

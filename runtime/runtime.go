@@ -45,6 +45,7 @@ type Runtime struct {
 	admin    *iggy.Client
 	states   state.Store
 	provider config.Provider
+	events   *events // the runtime's events (events.go); nil before Start
 
 	mu         sync.Mutex
 	connectors map[connector.Kind]map[string]*managed
@@ -116,6 +117,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	if err := r.connectIggy(ctx); err != nil {
 		return err
 	}
+	r.startEvents()
 	set, err := r.provider.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: load connectors: %w", err)
@@ -232,7 +234,7 @@ func (r *Runtime) connectIggy(ctx context.Context) error {
 		// set at every start, not only the first (ResetRoot).
 		b, err := broker.Start(ctx, broker.Config{Addr: addr, DataDir: dir,
 			RootUsername: r.cfg.Iggy.Username, RootPassword: r.cfg.Iggy.Password, ResetRoot: true,
-			Logger: r.log.With("component", "broker")})
+			Events: broker.Events{Enabled: true}, Logger: r.log.With("component", "broker")})
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("runtime: embedded broker: %s is already in use ([iggy] embedded_address, or IGGY_CONNECTORS_IGGY_EMBEDDED_ADDRESS): "+
 				"is another ferry run or ferry serve running? Stop it, or set another address (\"127.0.0.1:0\" picks a free port): %w", addr, err)
@@ -523,6 +525,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 }
 
 func (r *Runtime) closeResources() {
+	r.events.close() // before the broker: what is queued is sent
 	if r.admin != nil {
 		r.admin.Close()
 	}

@@ -77,8 +77,9 @@ type managed struct {
 	lastErrAt time.Time
 	restarts  int
 	startedAt time.Time
-	stop      context.CancelFunc // ends the running supervisor
-	done      chan struct{}      // closed when the supervisor returns
+	stop      context.CancelFunc   // ends the running supervisor
+	done      chan struct{}        // closed when the supervisor returns
+	lanes     map[*member]*laneSet // a sink's streams delivered in lanes (sink_lanes.go)
 }
 
 // Info is a connector as the management API shows it.
@@ -97,6 +98,8 @@ type Info struct {
 	StartedAt   time.Time
 	// Config is the active configuration; nil when it failed to load.
 	Config *config.Connector
+	// Lanes are a sink's streams delivered with ordering "key" or "none".
+	Lanes []LaneStats
 }
 
 func (m *managed) info() Info {
@@ -104,6 +107,9 @@ func (m *managed) info() Info {
 	defer m.mu.Unlock()
 	i := Info{Kind: m.kind, Key: m.key, Status: m.status, LastError: m.lastErr, LastErrorAt: m.lastErrAt,
 		Restarts: m.restarts, StartedAt: m.startedAt, Config: m.cfg}
+	for _, ls := range m.lanes { // m.mu before ls.mu: the lane sets never take m.mu while holding theirs
+		i.Lanes = append(i.Lanes, ls.stats())
+	}
 	if m.cfg != nil {
 		i.Name, i.Path, i.Version, i.Enabled = m.cfg.Name, m.cfg.Path, m.cfg.Version, m.cfg.Enabled
 	}
@@ -117,8 +123,10 @@ func (m *managed) setStatus(s Status) {
 	if s == StatusRunning {
 		m.startedAt = time.Now()
 	}
+	lastErr := m.lastErr
 	m.mu.Unlock()
 	m.rt.statusChanged(m.kind, prev, s)
+	m.rt.events.statusChanged(m.kind, m.key, prev, s, lastErr)
 }
 
 // fail records err as the connector's reason and logs it (with the stack

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferryhq/ferry/broker"
 	"github.com/ferryhq/ferry/internal/units"
+	"github.com/ferryhq/ferry/sysevents"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -100,6 +101,9 @@ func newServeCmd() *cobra.Command {
 		jsonLogs, verbose           bool
 		dedupEntries                int
 		dedupExpiry                 time.Duration
+		events                      bool
+		eventsMaxSize               string
+		eventsExpiry                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -118,7 +122,14 @@ Message deduplication by id (upstream's [system.message_deduplication]):
 --dedup-max-entries, or IGGY_SYSTEM_MESSAGE_DEDUPLICATION_ENABLED=true with
 IGGY_SYSTEM_MESSAGE_DEDUPLICATION_MAX_ENTRIES and _EXPIRY; a message whose id
 its partition remembers is not appended again (kept in memory, as upstream).
-A flag given on the command line wins over its variable.`,
+A flag given on the command line wins over its variable.
+
+The broker publishes its events (streams and topics created, updated, purged,
+deleted; segments deleted by retention; consumer groups joined, left,
+rebalanced; offsets stored; clients connected and disconnected; failed logins)
+as CloudEvents JSON to the stream ferry.events, one topic per event type
+(--events=false turns this off); ` + "`ferry hook create NAME --on segment.deleted CMD`" + `
+runs a command for each.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
@@ -148,6 +159,10 @@ A flag given on the command line wins over its variable.`,
 			if err != nil {
 				return err
 			}
+			maxSize, err := units.ParseSize(eventsMaxSize)
+			if err != nil {
+				return usageError{fmt.Errorf("--events-max-size: %w", err)}
+			}
 			b, err := broker.Start(cmd.Context(), broker.Config{
 				Addr:           l.addr,
 				TLS:            tlsCfg,
@@ -159,6 +174,7 @@ A flag given on the command line wins over its variable.`,
 				MaxConns:       maxConns,
 				MaxUnauthConns: maxUnauthConns,
 				Dedup:          dedup,
+				Events:         broker.Events{Enabled: events, MaxTopicSize: maxSize, MessageExpiry: eventsExpiry},
 				Logger:         log,
 			})
 			if err != nil {
@@ -194,6 +210,9 @@ A flag given on the command line wins over its variable.`,
 	f.IntVar(&dedupEntries, "dedup-max-entries", 0, "deduplicate messages by id: how many recent ids each partition remembers (0 = off; environment: "+
 		envDedupEnabled+" and "+envDedupMaxEntries+", default 10000 when enabled)")
 	f.DurationVar(&dedupExpiry, "dedup-expiry", 0, "forget a remembered id after this long (0 = never; environment: "+envDedupExpiry+")")
+	f.BoolVar(&events, "events", true, "publish the broker's events to the stream "+sysevents.Stream+" (one topic per event type)")
+	f.StringVar(&eventsMaxSize, "events-max-size", "8MiB", "max_topic_size of each "+sysevents.Stream+" topic (at least 1MiB)")
+	f.DurationVar(&eventsExpiry, "events-expiry", sysevents.DefaultMessageExpiry, "message_expiry of each "+sysevents.Stream+" topic")
 	f.BoolVar(&jsonLogs, "log-json", false, "log as JSON instead of text")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd
