@@ -60,7 +60,7 @@ type Event struct {
 	ID              string          `json:"id"`
 	Source          string          `json:"source"`
 	Type            Type            `json:"type"`
-	Time            time.Time       `json:"time"`
+	Time            time.Time       `json:"time,omitzero"`
 	Subject         string          `json:"subject,omitempty"`
 	DataContentType string          `json:"datacontenttype,omitempty"`
 	Data            json.RawMessage `json:"data,omitempty"`
