@@ -160,19 +160,30 @@ type differ struct {
 	name             string
 	oldRoot, newRoot any
 	out              []Finding
+	steps            int // schemas visited, bounded by maxSteps
 }
 
 func (d *differ) add(sev, ptr, format string, args ...any) {
 	d.out = append(d.out, Finding{sev, d.name, ptr, fmt.Sprintf(format, args...)})
 }
 
-// maxDepth bounds the comparison of nested (or recursive) schemas.
-const maxDepth = 32
+// maxDepth and maxSteps bound the comparison of nested (or recursive,
+// through $ref) schemas.
+const (
+	maxDepth = 32
+	maxSteps = 10000
+)
+
+// visit counts a schema visited; false when the budget is spent.
+func (d *differ) visit(depth int) bool {
+	d.steps++
+	return depth <= maxDepth && d.steps <= maxSteps
+}
 
 // jsonSchema compares two JSON Schemas at ptr (a pointer into the
 // payload, properties and items as their names).
 func (d *differ) jsonSchema(ptr string, o, n any, depth int) {
-	if depth > maxDepth {
+	if !d.visit(depth) {
 		return
 	}
 	om, _ := deref(d.oldRoot, o).(map[string]any)
@@ -306,7 +317,7 @@ func jsonEqual(a, b any) bool { return jsonText(a) == jsonText(b) }
 // avro compares two Avro schemas: records by field name, enums by
 // symbol, other types by their JSON.
 func (d *differ) avro(ptr string, o, n any, depth int) {
-	if depth > maxDepth {
+	if !d.visit(depth) {
 		return
 	}
 	om, _ := o.(map[string]any)
