@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,9 @@ type connectorStats struct {
 	Errors            uint64  `json:"errors"`
 	// Ferry: messages sent to the dead-letter topic.
 	MessagesDeadLettered uint64 `json:"messages_dead_lettered"`
+	// Ferry: a sink's streams delivered with ordering "key" or "none":
+	// messages pending, lanes, and the lanes held by failed writes.
+	Lanes []runtime.LaneStats `json:"lanes,omitempty"`
 }
 
 // Metric names the per-connector counters are read from.
@@ -94,7 +98,10 @@ func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) error {
 			c := counters[counterKey{kind, i.Key}]
 			cs := connectorStats{Key: i.Key, Name: i.Name, ConnectorType: string(kind),
 				Version: s.opts.version, VersionSemver: semver, Status: status(i.Status), Enabled: i.Enabled,
-				MessagesFiltered: c[metricFiltered], Errors: c[metricErrors], MessagesDeadLettered: c[metricDead]}
+				MessagesFiltered: c[metricFiltered], Errors: c[metricErrors], MessagesDeadLettered: c[metricDead], Lanes: i.Lanes}
+			sort.Slice(cs.Lanes, func(a, b int) bool {
+				return cs.Lanes[a].Stream+"/"+cs.Lanes[a].Topic < cs.Lanes[b].Stream+"/"+cs.Lanes[b].Topic
+			})
 			running := i.Status == runtime.StatusRunning
 			if kind == connector.KindSource {
 				cs.MessagesProduced, cs.MessagesSent = ptr(c[metricProduced]), ptr(c[metricSent])

@@ -75,6 +75,7 @@ func handleSend(b *Broker, r *request) reply {
 		return b.appendFailed(err)
 	}
 	p.topic.traffic.in(req.Count, len(req.Batch))
+	p.topic.appended.fire()
 	return rawOf(&wire.SendReply{{Stream: sid, Topic: tid, Partition: p.id, BaseOffset: base}})
 }
 

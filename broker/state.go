@@ -34,6 +34,7 @@ type topic struct {
 	nextGroup uint32        // group ids are monotonic per topic
 	rr        atomic.Uint64 // balanced-partitioning cursor
 	traffic   traffic       // messages and bytes in and out, for metrics
+	appended  appendSignal  // wakes in-process consumers waiting for data
 }
 
 // partition is one partition of a topic. Its log is safe for one appender

@@ -137,6 +137,18 @@ type Sink interface {
 	Close(ctx context.Context) error
 }
 
+// UnorderedSink is implemented by a sink whose writes do not depend on
+// getting a partition's messages in offset order (each message is written
+// on its own terms, deduplicated by id if at all). Only such a sink may
+// read a stream with ordering = "key" or "none": the runtime then calls
+// Consume for one stream and partition several times at once, each batch
+// holding one key's messages (in order) or one lane's.
+type UnorderedSink interface {
+	Sink
+	// ConsumesOutOfOrder marks the sink; it is never called.
+	ConsumesOutOfOrder()
+}
+
 // ErrEndOfInput is returned by Poll when a source has nothing more to read;
 // the runtime stops that source cleanly.
 var ErrEndOfInput = errors.New("end of input")

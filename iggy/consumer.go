@@ -73,6 +73,7 @@ type consumerConfig struct {
 	pollInterval   time.Duration
 	resyncInterval time.Duration
 	start          *startPoint // nil: the first message
+	wake           func() <-chan struct{}
 }
 
 // startPoint is where a group starts on a partition it has stored no
@@ -130,6 +131,21 @@ func WithStartAtEnd() ConsumerOption {
 func WithStartAt(offset uint64) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.start = &startPoint{offset: offset} })
 }
+
+// WithWake gives the consumer a way to learn that the topic has new
+// messages: wake returns a channel that is closed at the topic's next
+// append (an embedded broker's AppendSignal; nil when it cannot tell).
+// A Poll that found every partition empty then returns as soon as the
+// channel closes, instead of after the poll interval; it still polls
+// again after the longer of the poll interval and WakeFallback, so a
+// missed signal only costs time.
+func WithWake(wake func() <-chan struct{}) ConsumerOption {
+	return consumerOption(func(c *consumerConfig) { c.wake = wake })
+}
+
+// WakeFallback is the longest a consumer WithWake sleeps on an empty
+// round without a signal.
+const WakeFallback = 250 * time.Millisecond
 
 // NewGroupConsumer prepares a member of group on stream/topic. It joins
 // the group (creating it with WithCreateGroup) on Join or the first Poll.
@@ -206,6 +222,7 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 	g.pollMu.Lock()
 	defer g.pollMu.Unlock()
 	empty := 0
+	var woken <-chan struct{} // taken before a round, so an append during it is seen
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -217,9 +234,12 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 		if err != nil {
 			return nil, err
 		}
+		if empty == 0 && g.cfg.wake != nil {
+			woken = g.cfg.wake()
+		}
 		if len(parts) == 0 || empty >= len(parts) {
 			empty = 0
-			if err := g.sleep(ctx, g.cfg.pollInterval); err != nil {
+			if err := g.idle(ctx, woken); err != nil {
 				return nil, err
 			}
 			if len(parts) == 0 {
@@ -369,6 +389,26 @@ func (g *GroupConsumer) isClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed
+}
+
+// idle waits after an empty round: the poll interval, or with WithWake
+// until the topic's next append (woken) or WakeFallback.
+func (g *GroupConsumer) idle(ctx context.Context, woken <-chan struct{}) error {
+	if woken == nil {
+		return g.sleep(ctx, g.cfg.pollInterval)
+	}
+	t := time.NewTimer(max(g.cfg.pollInterval, WakeFallback))
+	defer t.Stop()
+	select {
+	case <-woken:
+		return nil
+	case <-t.C:
+		return nil
+	case <-g.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (g *GroupConsumer) sleep(ctx context.Context, d time.Duration) error {

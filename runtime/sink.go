@@ -52,6 +52,11 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	}); err != nil {
 		return terminal(err)
 	}
+	for _, cs := range cfg.Consumers {
+		if err := r.checkLanes(cs); err != nil {
+			return terminal(fmt.Errorf("%s: %w", cfg.File, err))
+		}
+	}
 	if err := safely(func() error { return r.sink.Open(ctx) }); err != nil {
 		if connector.IsUnavailable(err) {
 			return fmt.Errorf("open: destination unavailable: %w", err)
@@ -116,6 +121,12 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 	if cs.PollInterval > 0 {
 		opts = append(opts, iggy.WithPollInterval(cs.PollInterval))
 	}
+	opts = append(opts, m.rt.wakeOption(cs.Stream, topic))
+	if sf, _ := config.ParseStartFrom(cs.StartFrom); sf.Now {
+		opts = append(opts, iggy.WithStartAtEnd())
+	} else if sf.Offset > 0 {
+		opts = append(opts, iggy.WithStartAt(sf.Offset))
+	}
 	gc, err := iggy.NewGroupConsumer(client, iggy.NamedID(cs.Stream), iggy.NamedID(topic), iggy.NamedID(cs.ConsumerGroup), opts...)
 	if err != nil {
 		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, m.rt.explainDenied(err, actConsume, cs.Stream, topic)))
@@ -129,6 +140,9 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 	// In-flight batches are finished after a stop, for a bounded time.
 	workCtx, cancelWork := drainContext(ctx, drainTimeout)
 	defer cancelWork()
+	if cs.Ordering == config.OrderKey || cs.Ordering == config.OrderNone {
+		return newLaneSet(mem).run(ctx, workCtx)
+	}
 
 	retry := newRetry()
 	for {

@@ -190,6 +190,11 @@ func (s *Sink) lockPartition(b *connector.SinkBatch) func() {
 	return m.Unlock
 }
 
+// ConsumesOutOfOrder marks the exec sink as a connector.UnorderedSink:
+// each message runs its own command, so ordering = "key" (a hook's
+// messages in order per key, keys in parallel) and "none" may be used.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close marks the sink closed; Consume is not running by then. It is
 // idempotent.
 func (s *Sink) Close(context.Context) error {

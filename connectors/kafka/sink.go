@@ -166,6 +166,10 @@ func (s *Sink) produce(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) 
 	}
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): each record is produced on its own (its Kafka partition keeps the order it is given).
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close closes the client (records not yet acknowledged are failed; their
 // batch's offset was not committed).
 func (s *Sink) Close(context.Context) error {

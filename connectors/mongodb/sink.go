@@ -152,6 +152,10 @@ func ensureCollection(ctx context.Context, db *mongo.Database, name string) erro
 	return nil
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): documents are keyed by the message id, so their order does not matter.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close disconnects; it is idempotent.
 func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()

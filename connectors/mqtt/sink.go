@@ -88,6 +88,10 @@ func (s *Sink) closeLocked() {
 	}
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): each message is published on its own.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close disconnects.
 func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()

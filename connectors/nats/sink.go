@@ -132,6 +132,10 @@ func (s *Sink) Open(ctx context.Context) error {
 	return nil
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): each message is published on its own, deduplicated by Nats-Msg-Id.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close closes the connection; Consume left no publish unacknowledged.
 func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()

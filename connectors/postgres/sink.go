@@ -383,6 +383,10 @@ func idNumeric(id [16]byte) pgtype.Numeric {
 	return pgtype.Numeric{Int: new(big.Int).SetBytes(be[:]), Valid: true}
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): rows are keyed by the message id (or by stream, topic, partition and offset), so their order does not matter.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close closes the pool; it is idempotent.
 func (s *Sink) Close(context.Context) error {
 	s.closeOnce.Do(func() {

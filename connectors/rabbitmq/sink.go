@@ -115,6 +115,10 @@ func (s *Sink) closeLocked() {
 	s.conn, s.ch, s.back = nil, nil, nil
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none"): each message is published and confirmed on its own.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close closes the connection.
 func (s *Sink) Close(context.Context) error {
 	s.mu.Lock()
