@@ -166,3 +166,5 @@ func TestCDCConformance(t *testing.T) {
 		StableIDs: true,
 	})
 }
+
+func decodeInto(raw []byte, v any) error { return json.Unmarshal(raw, v) }
