@@ -148,7 +148,7 @@ func (s *collectSink) ns(t *testing.T) []uint64 {
 // env is one test's runtime: a config directory, a registry with the test
 // connectors, and the runtime once started.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	reg     *connector.Registry
 	sources map[string]*seqSource
@@ -156,7 +156,7 @@ type env struct {
 	rt      *Runtime
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), reg: connector.NewRegistry(),
 		sources: map[string]*seqSource{}, sinks: map[string]*collectSink{}}

@@ -26,9 +26,9 @@ type keyedSink struct {
 	// dead-lettered).
 	perMessage bool
 	got        map[string][]int
-	calls   int
-	active  int
-	maxBusy int // most Consume calls at once
+	calls      int
+	active     int
+	maxBusy    int // most Consume calls at once
 }
 
 func (s *keyedSink) Open(context.Context) error  { return nil }
