@@ -121,6 +121,26 @@ type pendingEvent struct {
 	at    time.Time
 	key   string // names the occurrence (sysevents.New); set by emit when empty
 	build func() (subject string, data any)
+	built *sysevents.Event // instead of build: an event made elsewhere (PublishEvent)
+}
+
+// PublishEvent appends ev, an event made elsewhere (the runtime's, when
+// this broker is ferry run's embedded one), to the system stream with the
+// broker's own, without waiting. It reports false, and the event is
+// dropped, when events are off, ev is not a known type, or the queue is
+// full (counted as queue_full).
+func (b *Broker) PublishEvent(ev sysevents.Event) bool {
+	e := b.events
+	if e == nil || !ev.Type.Known() {
+		return false
+	}
+	select {
+	case e.q <- pendingEvent{typ: ev.Type, built: &ev}:
+		return true
+	default:
+		e.dropped.WithLabelValues(dropQueueFull).Inc()
+		return false
+	}
 }
 
 // eventPub publishes the broker's events. A nil *eventPub (events off)
@@ -255,6 +275,10 @@ func (e *eventPub) publish(evs []pendingEvent) {
 	built := make([]sysevents.Event, 0, len(evs))
 	e.b.mu.RLock()
 	for _, ev := range evs {
+		if ev.built != nil {
+			built = append(built, *ev.built)
+			continue
+		}
 		subject, data := ev.build()
 		out, err := sysevents.New(ev.typ, sysevents.SourceBroker, subject, ev.key, ev.at, data)
 		if err != nil { // the data types marshal; this would be a bug

@@ -3,8 +3,12 @@ package runtime
 // The runtime's own events (package sysevents): connector status changes
 // and dead-letterings, published as CloudEvents JSON to the system stream
 // ferry.events (topics connector.status_changed and
-// message.dead_lettered) of whatever broker the runtime uses, through an
-// Iggy client of its own.
+// message.dead_lettered) of whatever broker the runtime uses: with ferry
+// run's embedded broker, in process through Broker.PublishEvent (the
+// broker's bounded queue, appended with its own events: no connection,
+// and never mixed with the connectors' sends, which tests and fault
+// injection watch); with any other server, through an Iggy client of its
+// own, as follows.
 //
 // An event point never waits: it offers the event to a bounded queue
 // (eventQueue) and a full queue drops it and counts it
@@ -120,6 +124,14 @@ func (e *events) emit(typ sysevents.Type, subject, key string, data any) {
 	ev, err := sysevents.New(typ, sysevents.SourceRuntime, subject, key, time.Now(), data)
 	if err != nil {
 		e.rt.log.Error("events: building an event failed", "type", typ, "err", err)
+		return
+	}
+	if e.rt.broker != nil { // in-process: the broker's own queue, no connection
+		if e.rt.broker.PublishEvent(ev) {
+			e.published.WithLabelValues(string(typ)).Inc()
+		} else {
+			e.dropped.WithLabelValues(dropQueueFull).Inc()
+		}
 		return
 	}
 	select {

@@ -173,6 +173,23 @@ command = "printf '%%s\n' {payload} >> '%s'"
 	require.Equal(t, "app", d["stream"])
 	require.Equal(t, float64(0), d["first_offset"])
 	require.Equal(t, sysevents.ReasonExpiry, d["reason"])
+
+	// On a broker that is not its own, the runtime sends its events
+	// through an Iggy client.
+	eventually(t, "the runtime's status event on the external broker", func() bool {
+		r, err := root.PollMessages(ctx, iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NumericID(1)),
+			Stream: iggy.NamedID(sysevents.Stream), Topic: iggy.NamedID(sysevents.ConnectorStatusChanged.Topic()),
+			Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 100})
+		if err != nil {
+			return false
+		}
+		for _, m := range r.Messages {
+			if d := cloudEvent(t, m.Payload, sysevents.ConnectorStatusChanged); d["key"] == "on-deleted" && d["to"] == string(StatusRunning) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // A dead-lettered message makes a message.dead_lettered event naming
