@@ -128,8 +128,8 @@ The broker publishes its events (streams and topics created, updated, purged,
 deleted; segments deleted by retention; consumer groups joined, left,
 rebalanced; offsets stored; clients connected and disconnected; failed logins)
 as CloudEvents JSON to the stream ferry.events, one topic per event type
-(--events=false turns this off); ` + "`ferry hook create NAME --on segment.deleted CMD`" + `
-runs a command for each.`,
+(--events=false turns this off). A hook on one of those topics runs a command
+for each event: ` + "`ferry hook create NAME segment.deleted CMD --stream ferry.events`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
