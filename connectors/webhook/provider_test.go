@@ -3,6 +3,7 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,7 @@ type provider struct {
 
 func newProvider(t testing.TB, url string) *provider {
 	return &provider{url: url, key: testKey(t), answered: map[string]int{},
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 }
 
 // deliver posts body as delivery id until a 2xx or ctx ends; it reports
@@ -42,6 +43,7 @@ func (p *provider) deliver(ctx context.Context, id string, body []byte) bool {
 		webhooksig.SetStandardHeaders(req.Header, [][]byte{p.key}, id, time.Now(), body)
 		req.Header.Set("Content-Type", "application/json")
 		if res, err := p.client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body) // so the connection is reused
 			res.Body.Close()
 			if res.StatusCode/100 == 2 {
 				p.mu.Lock()
