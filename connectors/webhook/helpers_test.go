@@ -2,10 +2,10 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"net"
 	"net/http"
 	"strconv"

@@ -48,10 +48,10 @@ type Source struct {
 	wake chan struct{}
 
 	mu       sync.Mutex
-	queue    []*delivery                        // accepted, not polled yet
-	inflight map[[16]byte]*delivery             // queued or polled, not acknowledged, by message id
-	batches  map[*connector.Batch][]*delivery   // polled, not acknowledged
-	win      *window                            // ids handed to the runtime
+	queue    []*delivery                      // accepted, not polled yet
+	inflight map[[16]byte]*delivery           // queued or polled, not acknowledged, by message id
+	batches  map[*connector.Batch][]*delivery // polled, not acknowledged
+	win      *window                          // ids handed to the runtime
 	closed   bool
 
 	srv       *http.Server

@@ -126,7 +126,9 @@ func TestStatuses(t *testing.T) {
 			r.Body, r.ContentLength = readCloser{strings.NewReader(`{"x":1}`)}, 7
 			return r
 		}, 401, ""},
-		{"stale signature", func() *http.Request { return signedRequest(t, addrURL(s, "/sw"), "a", []byte(`{}`), now.Add(-10*time.Minute)) }, 401, ""},
+		{"stale signature", func() *http.Request {
+			return signedRequest(t, addrURL(s, "/sw"), "a", []byte(`{}`), now.Add(-10*time.Minute))
+		}, 401, ""},
 		{"no signature", func() *http.Request {
 			r := signedRequest(t, addrURL(s, "/sw"), "a", []byte(`{}`), now)
 			r.Header.Del("webhook-signature")
