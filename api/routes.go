@@ -31,6 +31,7 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 		}{
 			{"GET", "/{key}", s.get},
 			{"GET", "/{key}/transforms", s.getTransforms},
+			{"GET", "/{key}/activity", s.getActivity}, // Ferry extension (api/activity.go)
 			{"POST", "/{key}/restart", s.restart},
 			{"DELETE", "/{key}", s.remove}, // Ferry extension
 			{"GET", "/{key}/configs", s.listConfigs},

@@ -24,6 +24,9 @@ type Runtime interface {
 	Connectors(kind connector.Kind) []runtime.Info
 	// Connector returns one connector; runtime.ErrNotFound for an unknown key.
 	Connector(kind connector.Kind, key string) (runtime.Info, error)
+	// Activity is what a running connector reports of its recent work;
+	// runtime.ErrNoActivity when it reports none.
+	Activity(kind connector.Kind, key string) (any, error)
 	// Restart stops one connector, reloads its active configuration and
 	// starts it again.
 	Restart(ctx context.Context, kind connector.Kind, key string) error

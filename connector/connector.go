@@ -149,6 +149,14 @@ type UnorderedSink interface {
 	ConsumesOutOfOrder()
 }
 
+// ActivityReporter is implemented by a connector that keeps a record of
+// its recent work, such as the exec sink's last command runs; the
+// management API serves it as JSON at GET /{kind}s/{key}/activity while
+// the connector runs. Activity must be safe to call at any time.
+type ActivityReporter interface {
+	Activity() any
+}
+
 // ErrEndOfInput is returned by Poll when a source has nothing more to read;
 // the runtime stops that source cleanly.
 var ErrEndOfInput = errors.New("end of input")

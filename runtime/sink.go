@@ -52,6 +52,8 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	}); err != nil {
 		return terminal(err)
 	}
+	m.setActivity(r.sink)
+	defer m.setActivity(nil)
 	for _, cs := range cfg.Consumers {
 		if err := r.checkLanes(cs); err != nil {
 			return terminal(fmt.Errorf("%s: %w", cfg.File, err))

@@ -77,9 +77,10 @@ type managed struct {
 	lastErrAt time.Time
 	restarts  int
 	startedAt time.Time
-	stop      context.CancelFunc   // ends the running supervisor
-	done      chan struct{}        // closed when the supervisor returns
-	lanes     map[*member]*laneSet // a sink's streams delivered in lanes (sink_lanes.go)
+	stop      context.CancelFunc         // ends the running supervisor
+	done      chan struct{}              // closed when the supervisor returns
+	lanes     map[*member]*laneSet       // a sink's streams delivered in lanes (sink_lanes.go)
+	activity  connector.ActivityReporter // the running instance's, if it reports (activity.go)
 }
 
 // Info is a connector as the management API shows it.

@@ -66,13 +66,14 @@ Commands do not see the runtime's Ferry and Iggy secrets (IGGY_CONNECTORS_*,
 IGGY_PASSWORD, IGGY_TOKEN, FERRY_*).`,
 	}
 	f.register(cmd)
-	cmd.AddCommand(newHookCreateCmd(f), newHookListCmd(f), newHookGetCmd(f), newHookDeleteCmd(f))
+	cmd.AddCommand(newHookCreateCmd(f), newHookListCmd(f), newHookGetCmd(f), newHookDeleteCmd(f), newHookLogsCmd(f))
 	return cmd
 }
 
 // hookOptions are the flags of hook create.
 type hookOptions struct {
 	stream, dir, timeout, shell, onError string
+	from, ordering                       string
 	env                                  []string
 	maxRetries                           uint32
 	concurrency                          int
@@ -119,7 +120,9 @@ func newHookCreateCmd(f *apiFlags) *cobra.Command {
 	fl.StringVar(&o.shell, "shell", "", "shell that runs COMMAND with -c (default /bin/sh)")
 	fl.StringVar(&o.onError, "on-error", "dead_letter", `after the retries: "dead_letter" (go on) or "stop" (stop the hook)`)
 	fl.Uint32Var(&o.maxRetries, "max-retries", config.DefaultMaxRetries, "retries of a failing command")
-	fl.IntVar(&o.concurrency, "concurrency", 1, "commands running at once; above 1, messages may finish out of order")
+	fl.IntVar(&o.concurrency, "concurrency", 1, "commands running at once; above 1, messages may finish out of order (with --ordering key: keys at once)")
+	fl.StringVar(&o.from, "from", "first", `where a new hook starts: "first" (the oldest message the topic holds), "now" (only messages sent from now on) or an offset`)
+	fl.StringVar(&o.ordering, "ordering", "partition", `"partition" (one message at a time per partition), "key" (in order per message key, keys in parallel up to --concurrency, a failing key holding up only itself) or "none"`)
 	return cmd
 }
 
@@ -157,6 +160,14 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 	if o.concurrency < 1 {
 		return nil, usageError{fmt.Errorf("--concurrency %d: want 1 or more", o.concurrency)}
 	}
+	if _, err := config.ParseStartFrom(o.from); err != nil {
+		return nil, usageError{fmt.Errorf("--from: %w", err)}
+	}
+	switch config.Ordering(o.ordering) {
+	case config.OrderPartition, config.OrderKey, config.OrderNone:
+	default:
+		return nil, usageError{fmt.Errorf("--ordering %q: want partition, key or none", o.ordering)}
+	}
 	pc := map[string]any{"command": command}
 	if o.dir != "" {
 		dir, err := filepath.Abs(o.dir) // relative to where the user is, not to the runtime
@@ -176,9 +187,19 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 		pc["shell"] = o.shell
 	}
 	batch := uint32(1) // strict order: a failing message is retried before the next runs
-	if o.concurrency > 1 {
+	stream := sinkStream{}
+	switch {
+	case o.ordering != string(config.OrderPartition):
+		// The runtime runs lanes (one key, or one lane, per Consume) up to
+		// --concurrency at once; each runs its messages one by one.
+		stream.Ordering, stream.Concurrency = o.ordering, o.concurrency
+		pc["concurrency"] = o.concurrency
+	case o.concurrency > 1:
 		pc["concurrency"], pc["ordering"] = o.concurrency, exec.OrderingNone
 		batch = uint32(o.concurrency)
+	}
+	if o.from != "first" {
+		stream.StartFrom = o.from
 	}
 	if len(o.env) > 0 {
 		env := map[string]any{}
@@ -195,10 +216,9 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 		return nil, usageError{err}
 	}
 	retries := o.maxRetries
-	return &hookBody{Enabled: true, Name: name, Path: "exec", PluginConfig: pc, Streams: []sinkStream{{
-		Stream: o.stream, Topics: []string{topic}, Schema: string(config.SchemaRaw), BatchLength: batch,
-		PollInterval: hookPollInterval, ConsumerGroup: hookKey(name), MaxRetries: &retries, OnError: o.onError,
-	}}}, nil
+	stream.Stream, stream.Topics, stream.Schema, stream.BatchLength = o.stream, []string{topic}, string(config.SchemaRaw), batch
+	stream.PollInterval, stream.ConsumerGroup, stream.MaxRetries, stream.OnError = hookPollInterval, hookKey(name), &retries, o.onError
+	return &hookBody{Enabled: true, Name: name, Path: "exec", PluginConfig: pc, Streams: []sinkStream{stream}}, nil
 }
 
 // createHook stores the configuration as the hook's only version, makes
@@ -269,6 +289,8 @@ type hookView struct {
 	MaxRetries    uint32            `json:"max_retries"`
 	OnError       string            `json:"on_error"`
 	DeadLetter    string            `json:"dead_letter,omitempty"`
+	Ordering      string            `json:"ordering,omitempty"`
+	StartFrom     string            `json:"start_from,omitempty"`
 	// Counters from /stats.
 	Consumed     uint64 `json:"messages_consumed"`
 	Processed    uint64 `json:"messages_processed"`
@@ -290,6 +312,7 @@ func viewOf(info sinkInfo, c *sinkConfig) *hookView {
 	if len(c.Streams) > 0 {
 		s := c.Streams[0]
 		h.Stream, h.Topic, h.ConsumerGroup, h.OnError = s.Stream, strings.Join(s.Topics, ","), s.ConsumerGroup, s.OnError
+		h.Ordering, h.StartFrom = s.Ordering, s.StartFrom
 		h.MaxRetries = config.DefaultMaxRetries // the API leaves out default delivery keys
 		if s.MaxRetries != nil {
 			h.MaxRetries = *s.MaxRetries
@@ -425,6 +448,7 @@ func printHook(w io.Writer, h *hookView) error {
 	if h.Concurrency > 1 {
 		rows = append(rows, []string{"concurrency", strconv.Itoa(h.Concurrency)})
 	}
+	rows = append(rows, []string{"ordering", h.Ordering}, []string{"start from", h.StartFrom})
 	keys := make([]string, 0, len(h.Env))
 	for k := range h.Env {
 		keys = append(keys, k)

@@ -212,6 +212,9 @@ type sinkStream struct {
 	OnError          string   `json:"on_error,omitempty"`
 	DeadLetterStream string   `json:"dead_letter_stream,omitempty"`
 	DeadLetterTopic  string   `json:"dead_letter_topic,omitempty"`
+	Ordering         string   `json:"ordering,omitempty"`
+	Concurrency      int      `json:"ordering_concurrency,omitempty"`
+	StartFrom        string   `json:"start_from,omitempty"`
 }
 
 // sinkInfo is GET /sinks and /sinks/{key} (upstream's SinkInfoResponse).

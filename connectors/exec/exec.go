@@ -45,6 +45,7 @@ type Sink struct {
 	parts    map[string]*sync.Mutex // one per stream/topic/partition (ordered mode)
 	closedMu sync.Mutex
 	closed   bool
+	runs     runLog // the last runs, for Activity
 }
 
 // New builds an exec sink from its plugin_config. It checks the whole

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -75,12 +76,14 @@ func (s *Sink) run(ctx context.Context, m *connector.Message) error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = waitDelay
+	start := time.Now()
 	err = cmd.Run()
 	if errors.Is(err, osexec.ErrWaitDelay) {
 		// The command exited with status 0; something it left running
 		// held its output open and was cut off.
 		err = nil
 	}
+	raw := err
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err() // stopping: the runtime reads the batch again
@@ -89,6 +92,7 @@ func (s *Sink) run(ctx context.Context, m *connector.Message) error {
 	case err != nil:
 		err = describe(err, stderr)
 	}
+	s.runs.record(m, start, raw, err, stdout, stderr)
 	if err != nil {
 		s.log.failed(m, err, stdout, stderr)
 		return err

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// --from now skips what the topic already held; --ordering key runs the
+// hook's messages in order per key; hook logs shows the runs with their
+// offsets, exit codes and output.
+func TestHookFromNowOrderingAndLogs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	work := filepath.Join(dir, "project")
+	require.NoError(t, os.Mkdir(work, 0o755))
+	live := startLiveRuntime(t, dir)
+	hook := func(args ...string) (string, error) {
+		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
+	}
+	mustHook := func(args ...string) string {
+		t.Helper()
+		out, err := hook(args...)
+		require.NoError(t, err, "ferry hook %v", args)
+		return out
+	}
+
+	// The topic holds two messages before the hook exists.
+	mustHook("create", "first", "events", "true") // makes hooks/events
+	live.send(t, "hooks", "events", "old-1", "old-2")
+	out := mustHook("create", "late", "events", `printf '%s\n' {payload} >> `+filepath.Join(work, "late")+`; echo ran {offset}; [ {payload} != bad ]`,
+		"--from", "now", "--ordering", "key", "--concurrency", "4", "--max-retries", "0", "--json")
+	var created map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &created))
+	require.Equal(t, "now", created["start_from"])
+	require.Equal(t, "key", created["ordering"])
+
+	live.send(t, "hooks", "events", "new-1", "bad", "new-2")
+	waitFor(t, "the new messages ran", fileHas(filepath.Join(work, "late"), "new-2"))
+	got := read(t, filepath.Join(work, "late"))
+	require.NotContains(t, got, "old-", "--from now skipped what the topic held")
+	for _, p := range []string{"new-1", "bad", "new-2"} {
+		require.Contains(t, got, p+"\n")
+	}
+
+	waitFor(t, "three runs logged", func() bool {
+		out, err := hook("logs", "late", "--json")
+		return err == nil && strings.Count(out, `"offset"`) >= 3
+	})
+	out = mustHook("logs", "late")
+	require.Contains(t, out, "STARTED")
+	require.Regexp(t, `\s2\s+0\s+\S+\s+ran 2`, out, "offset 2 ran with exit 0 and its output")
+	require.Regexp(t, `\s3\s+1\s+\S+\s+exit status 1`, out, "the failing run: its exit code and error")
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(mustHook("logs", "late", "--json", "--limit", "2")), &runs))
+	require.Len(t, runs, 2, "--limit keeps the newest")
+
+	out = mustHook("get", "late")
+	require.Contains(t, out, "ordering:       key")
+	require.Contains(t, out, "start from:     now")
+
+	for _, tc := range []struct{ args []string }{
+		{[]string{"create", "x", "t", "true", "--from", "yesterday"}},
+		{[]string{"create", "x", "t", "true", "--ordering", "random"}},
+	} {
+		_, err := hook(tc.args...)
+		require.Error(t, err)
+		require.Equal(t, 2, exitCode(err))
+	}
+	_, err := hook("logs", "missing")
+	require.ErrorContains(t, err, "hook missing does not exist")
+}
