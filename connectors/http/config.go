@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/webhooksig"
 )
 
 // Batch modes.
@@ -19,6 +20,12 @@ const (
 	ModeNDJSON     = "ndjson"
 	ModeJSONArray  = "json_array"
 	ModeRaw        = "raw"
+)
+
+// Signing schemes (signing).
+const (
+	SigningFerry    = "ferry"
+	SigningStandard = "standard-webhooks"
 )
 
 // Default headers of the signature (Ferry extensions).
@@ -68,6 +75,11 @@ var Spec = connector.NewSpec(
 	connector.NewBoolField("verbose_logging").WithDefault(false).WithDoc("log each request"),
 	connector.NewStringField("signing_secret").AsSecret().WithExample("${HOOK_SECRET}").
 		WithDoc("Ferry: sign each request with HMAC-SHA256 of this secret (may use ${NAME}); empty = unsigned"),
+	connector.NewEnumField("signing", SigningFerry, SigningStandard).WithDefault(SigningFerry).
+		WithDoc("Ferry: the signing scheme with signing_secret: ferry (X-Ferry-Signature over timestamp, id, method, path, body) "+
+			"or standard-webhooks (webhook-id, webhook-timestamp, webhook-signature; the secret is whsec_<base64>)"),
+	connector.NewStringListField("signing_secret_env").WithExample([]string{"HOOK_SECRET"}).
+		WithDoc("Ferry: environment variables holding more secrets to sign with (standard-webhooks: one signature per secret, for rotation; ferry: the first secret only)"),
 	connector.NewStringField("signature_header").WithDefault(DefaultSignatureHeader).WithCheck(headerName).
 		WithDoc("Ferry: the signature's header"),
 	connector.NewStringField("timestamp_header").WithDefault(DefaultTimestampHeader).WithCheck(headerName).
@@ -117,6 +129,8 @@ type settings struct {
 	maxConns        int
 	verbose         bool
 	secret          []byte
+	signing         string
+	standardKeys    [][]byte // signing = standard-webhooks: the decoded secrets
 	signatureHeader string
 	timestampHeader string
 	requestIDHeader string
@@ -134,7 +148,7 @@ func settle(set *connector.Settings, getenv func(string) (string, bool)) (*setti
 		insecureTLS: set.Bool("tls_danger_accept_invalid_certs"), maxConns: set.Int("max_connections"),
 		verbose: set.Bool("verbose_logging"), signatureHeader: set.String("signature_header"),
 		timestampHeader: set.String("timestamp_header"), requestIDHeader: set.String("request_id_header"),
-		headers: http.Header{}}
+		signing: set.String("signing"), headers: http.Header{}}
 	raw, err := expand(set.String("url"), getenv)
 	if err != nil {
 		return nil, set.Errorf("url", "%v", err)
@@ -163,6 +177,36 @@ func settle(set *connector.Settings, getenv func(string) (string, bool)) (*setti
 			return nil, set.Errorf("signing_secret", "the value is empty after expansion")
 		}
 		s.secret = []byte(secret)
+	}
+	var secrets []string
+	if s.secret != nil {
+		secrets = append(secrets, string(s.secret))
+	}
+	for i, name := range set.Strings("signing_secret_env") {
+		key := fmt.Sprintf("signing_secret_env[%d]", i)
+		if !validEnvName(name) {
+			return nil, set.Errorf(key, "%q is not a variable name (letters, digits and _)", name)
+		}
+		v, ok := getenv(name)
+		if !ok || v == "" {
+			return nil, set.Errorf(key, "environment variable %s is not set or empty", name)
+		}
+		secrets = append(secrets, v)
+	}
+	if s.secret == nil && len(secrets) > 0 {
+		s.secret = []byte(secrets[0])
+	}
+	if s.signing == SigningStandard {
+		if len(secrets) == 0 {
+			return nil, set.Errorf("signing", "standard-webhooks signing needs signing_secret or signing_secret_env")
+		}
+		for _, sec := range secrets {
+			key, err := webhooksig.ParseSecret(sec)
+			if err != nil {
+				return nil, set.Errorf("signing_secret", "%v", err)
+			}
+			s.standardKeys = append(s.standardKeys, key)
+		}
 	}
 	return s, nil
 }

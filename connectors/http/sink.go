@@ -21,6 +21,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/internal/backoff"
+	"github.com/ferryhq/ferry/webhooksig"
 )
 
 func init() {
@@ -250,7 +251,12 @@ func (s *Sink) do(ctx context.Context, method string, body []byte, contentType, 
 		req.Header[k] = v
 	}
 	req.Header.Set(s.set.requestIDHeader, id)
-	if s.set.secret != nil {
+	switch {
+	case s.set.signing == SigningStandard:
+		// webhook-id is the request id: the same on every attempt, as the
+		// spec asks, so receivers deduplicate retries by it.
+		webhooksig.SetStandardHeaders(req.Header, s.set.standardKeys, id, s.now(), body)
+	case s.set.secret != nil:
 		ts := strconv.FormatInt(s.now().Unix(), 10)
 		req.Header.Set(s.set.timestampHeader, ts)
 		req.Header.Set(s.set.signatureHeader, Sign(s.set.secret, Signed{Timestamp: ts, RequestID: id,
