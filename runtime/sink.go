@@ -24,6 +24,9 @@ type sinkRun struct {
 	sink  connector.Sink
 	chain transform.Chain
 	keyed *sinkKeyed // the transforms' keyed state; nil when they keep none
+	// events are the checks of declared event types; nil when the sink's
+	// streams declare none (eventtypes.go).
+	events *eventChecks
 }
 
 func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
@@ -42,7 +45,11 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 			return terminal(err)
 		}
 	}
-	r := &sinkRun{m: m, cfg: cfg, chain: chain}
+	checks, err := newEventChecks(m.rt.cfg, cfg)
+	if err != nil {
+		return terminal(fmt.Errorf("%s: %w", cfg.File, err))
+	}
+	r := &sinkRun{m: m, cfg: cfg, chain: chain, events: checks}
 	if r.keyed, err = loadSinkKeyed(ctx, m.rt.states, m.key, chain); err != nil {
 		return terminal(err)
 	}
@@ -106,6 +113,7 @@ type member struct {
 	dlq    *deadLetter
 	ffi    time.Duration // time inside Consume for the batch being handled
 	codec  codec.Codec   // the stream's schema
+	events *eventCheck   // the stream's declared event types; nil for none
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
@@ -134,7 +142,8 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, m.rt.explainDenied(err, actConsume, cs.Stream, topic)))
 	}
 	defer gc.Close(context.WithoutCancel(ctx))
-	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client, codec: c}
+	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client, codec: c,
+		events: r.events.stream(cs.Stream, topic, cs.Schema, cs.StreamSchema, c)}
 	if cs.OnError == config.PolicyDeadLetter {
 		mem.dlq = &deadLetter{client: client, stream: cs.DeadLetterStream, topic: cs.DeadLetterTopic, key: m.key, rt: m.rt}
 	}
@@ -306,6 +315,10 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 		Messages: make([]connector.Message, 0, len(b.Messages))}
 	var failed []failure
 	var raw [][]byte // the payloads as read, when decoding replaced them
+	events := mem.events
+	if toJSON {
+		events = events.decoded() // the check of payloads already turned into JSON
+	}
 	decodeStart := time.Now()
 	for i := range b.Messages {
 		cm, err := fromIggy(&b.Messages[i], mem.cs.Stream, mem.topic, b.Partition)
@@ -319,6 +332,11 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 		if err != nil {
 			cm.Payload = b.Messages[i].Payload
 			failed = append(failed, failure{cm, decodeError{fmt.Errorf("decode: %w", err)}})
+			continue
+		}
+		if err := events.check(cm.Headers, cm.Payload); err != nil {
+			cm.Payload = b.Messages[i].Payload
+			failed = append(failed, failure{cm, decodeError{err}})
 			continue
 		}
 		out.Messages = append(out.Messages, cm)

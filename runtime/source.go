@@ -93,6 +93,9 @@ type output struct {
 	// dlq receives the messages that cannot be sent to this stream; nil
 	// with on_error = "stop".
 	dlq *sourceDLQ
+	// events checks the stream's declared event types; nil when it
+	// declares none (eventtypes.go).
+	events *eventCheck
 }
 
 // converter is the conversion of payloads of schema into the stream's.
@@ -127,6 +130,10 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 			return terminal(err)
 		}
 	}
+	checks, err := newEventChecks(m.rt.cfg, cfg)
+	if err != nil {
+		return terminal(fmt.Errorf("%s: %w", cfg.File, err))
+	}
 	r := &sourceRun{m: m, cfg: cfg, acker: nil, chain: chain}
 	if err := safely(func() (err error) {
 		r.src, err = info.NewSource(connectorConfig(m, cfg))
@@ -150,7 +157,8 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 			return terminal(fmt.Errorf("producer for %s/%s: %w", p.Stream, p.Topic, err))
 		}
 		defer prod.Close(context.WithoutCancel(ctx))
-		o := &output{cfg: p, producer: prod, codec: codecs[i], convs: map[connector.Schema]codec.Convert{}}
+		o := &output{cfg: p, producer: prod, codec: codecs[i], convs: map[connector.Schema]codec.Convert{},
+			events: checks.stream(p.Stream, p.Topic, p.Schema, p.StreamSchema, codecs[i])}
 		// Dead-letter topics are checked (or created) when first needed, not
 		// here: a source that never dead-letters needs none.
 		if stream, topic, ok := p.DeadLetterTarget(cfg.Key); ok {

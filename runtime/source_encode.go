@@ -194,6 +194,9 @@ func (o *output) encode(i int, msgs []connector.Message, conv codec.Convert, sta
 			continue // sent to its route's topic (routes)
 		}
 		m, err := toIggy(&msgs[j], conv)
+		if err == nil {
+			err = o.events.check(m.Headers, m.Payload)
+		}
 		if err != nil {
 			rejected = append(rejected, rejection{j, i, err})
 			continue

@@ -57,6 +57,7 @@ func newRootCmd() *cobra.Command {
 		newBenchCmd(),
 		newPluginCmd(),
 		newTransformCmd(),
+		newEventsCmd(),
 	)
 	return root
 }
