@@ -216,10 +216,28 @@ func (st *streamer) loop(ctx context.Context) error {
 			return err
 		}
 		st.last.Store(time.Now().UnixNano())
-		if err := st.event(ctx, ev); err != nil {
+		if err := st.safeEvent(ctx, ev); err != nil {
 			return err
 		}
 	}
+}
+
+// safeEvent is event, with a panic in decoding (vitess's decoders trust
+// the lengths inside an event) turned into an error.
+func (st *streamer) safeEvent(ctx context.Context, ev mysql.BinlogEvent) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("binlog stream: malformed event (%d bytes, type %d) in %s: %v", len(ev.Bytes()), eventType(ev), st.txn, r)
+		}
+	}()
+	return st.event(ctx, ev)
+}
+
+func eventType(ev mysql.BinlogEvent) int {
+	if b := ev.Bytes(); len(b) > 4 {
+		return int(b[4])
+	}
+	return -1
 }
 
 // event handles one binlog event.
@@ -374,6 +392,9 @@ func (st *streamer) rows(ctx context.Context, ev mysql.BinlogEvent) error {
 	case ev.IsDeleteRows():
 		op = "DELETE"
 	}
+	if err := checkRowsHeader(ev, st.format, len(t.tm.Types)); err != nil {
+		return fmt.Errorf("binlog stream: rows of %s.%s: %w", t.database, t.name, err)
+	}
 	rs, err := ev.Rows(st.format, t.tm)
 	if err != nil {
 		return fmt.Errorf("binlog stream: rows of %s.%s: %w", t.database, t.name, err)
@@ -392,6 +413,48 @@ func (st *streamer) rows(ctx context.Context, ev mysql.BinlogEvent) error {
 		}
 		if err := st.push(ctx, item{msg: m, txn: st.txn, seq: st.seq}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkRowsHeader checks what vitess's Rows trusts: the event's column
+// count is the table map's, and each image has a column (vitess loops
+// forever on images of none).
+func checkRowsHeader(ev mysql.BinlogEvent, f mysql.BinlogFormat, ncols int) error {
+	typ := ev.Bytes()[4]
+	r := reader{b: ev.Bytes()[f.HeaderLength:]}
+	if f.HeaderSize(typ) == 6 {
+		r.skip(4 + 2)
+	} else {
+		r.skip(6 + 2)
+	}
+	if typ >= 30 && typ <= 32 { // version 2: extra data, its length included
+		n := int(r.byte()) | int(r.byte())<<8
+		r.skip(n - 2)
+	}
+	cols := r.lenenc()
+	if r.err != nil || cols != uint64(ncols) {
+		return fmt.Errorf("event has %d columns, its table map %d", cols, ncols)
+	}
+	images := 1
+	if ev.IsUpdateRows() {
+		images = 2
+	}
+	for range images {
+		bm := r.b[r.i:min(len(r.b), r.i+(ncols+7)/8)]
+		r.skip((ncols + 7) / 8)
+		if r.err != nil {
+			return errors.New("event truncated in its column bitmaps")
+		}
+		any := false
+		for c := range ncols {
+			if bm[c/8]&(1<<(c%8)) != 0 {
+				any = true
+			}
+		}
+		if !any {
+			return errors.New("event has a row image of no column")
 		}
 	}
 	return nil

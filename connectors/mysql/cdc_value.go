@@ -100,11 +100,20 @@ func appendValue(dst []byte, col *column, raw []byte) []byte {
 		case err == nil && i <= len(col.enum):
 			return jsonx.AppendString(dst, col.enum[i-1])
 		}
-		return append(dst, raw...) // names unknown: the index
+		if err == nil {
+			return append(dst, raw...) // names unknown: the index
+		}
+		return jsonx.AppendString(dst, raw)
 	case binlog.TypeSet:
 		bits, err := strconv.ParseUint(string(raw), 10, 64)
-		if err != nil || col.set == nil {
-			return append(dst, raw...)
+		if err != nil { // a SET sent with its own type: the bitmap's bytes
+			bits = 0
+			for i, b := range raw[:min(len(raw), 8)] {
+				bits |= uint64(b) << (8 * i)
+			}
+		}
+		if col.set == nil {
+			return strconv.AppendUint(dst, bits, 10)
 		}
 		var names []string
 		for i, n := range col.set {
