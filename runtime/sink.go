@@ -82,20 +82,29 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var wg sync.WaitGroup
+	var wg, joined sync.WaitGroup
 	var once sync.Once
 	var firstErr error
 	for i, cs := range cfg.Consumers {
 		for _, topic := range cs.Topics {
 			wg.Add(1)
+			joined.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := r.consume(runCtx, cs, codecs[i], topic); err != nil {
+				if err := r.consume(runCtx, cs, codecs[i], topic, joined.Done); err != nil {
 					once.Do(func() { firstErr = err })
 					cancel(err)
 				}
 			}()
 		}
+	}
+	// Running once every member has joined its group (and settled
+	// start_from): a message sent after that is the sink's to read.
+	joinedAll := make(chan struct{})
+	go func() { joined.Wait(); close(joinedAll) }()
+	select {
+	case <-joinedAll:
+	case <-runCtx.Done():
 	}
 	m.setStatus(StatusRunning)
 	m.log.Info("sink running")
@@ -117,8 +126,10 @@ type member struct {
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
-func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec.Codec, topic string) error {
+func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec.Codec, topic string, joined func()) error {
 	m := r.m
+	var joinOnce sync.Once
+	defer joinOnce.Do(joined)
 	client, err := m.rt.dial(ctx, fmt.Sprintf("sink %s %s/%s", m.key, cs.Stream, topic))
 	if err != nil {
 		return fmt.Errorf("connect to iggy: %w", err)
@@ -142,6 +153,11 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 		return terminal(fmt.Errorf("consumer for %s/%s: %w", cs.Stream, topic, m.rt.explainDenied(err, actConsume, cs.Stream, topic)))
 	}
 	defer gc.Close(context.WithoutCancel(ctx))
+	if err := gc.Join(ctx); err != nil && ctx.Err() == nil {
+		// Poll joins again and says what is wrong if it still is.
+		m.log.Debug("join failed; the first poll tries again", "stream", cs.Stream, "topic", topic, "error", err)
+	}
+	joinOnce.Do(joined)
 	mem := &member{r: r, cs: cs, topic: topic, gc: gc, client: client, codec: c,
 		events: r.events.stream(cs.Stream, topic, cs.Schema, cs.StreamSchema, c)}
 	if cs.OnError == config.PolicyDeadLetter {

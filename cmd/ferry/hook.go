@@ -15,6 +15,9 @@ import (
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectors/exec"
+	httpsink "github.com/ferryhq/ferry/connectors/http"
+	"github.com/ferryhq/ferry/internal/envx"
+	"github.com/ferryhq/ferry/sysevents"
 	"github.com/spf13/cobra"
 )
 
@@ -29,8 +32,11 @@ const (
 
 func hookKey(name string) string { return hookPrefix + name }
 
-// isHook tells hooks from other sinks.
-func isHook(key, path string) bool { return strings.HasPrefix(key, hookPrefix) && path == "exec" }
+// isHook tells hooks from other sinks: a command hook is an exec sink, a
+// --webhook hook an http sink.
+func isHook(key, path string) bool {
+	return strings.HasPrefix(key, hookPrefix) && (path == "exec" || path == "http")
+}
 
 func checkHookName(name string) error {
 	if name == "" || !config.ValidKey(hookKey(name)) || !config.ValidKey(name) {
@@ -73,7 +79,11 @@ IGGY_PASSWORD, IGGY_TOKEN, FERRY_*).`,
 // hookOptions are the flags of hook create.
 type hookOptions struct {
 	stream, dir, timeout, shell, onError string
+	deadLetterStream                     string // default: stream
 	from, ordering                       string
+	webhook, signing, secretEnv          string
+	on                                   string // an event type: the hook is a trigger
+	perBatch                             bool
 	env                                  []string
 	maxRetries                           uint32
 	concurrency                          int
@@ -82,17 +92,50 @@ type hookOptions struct {
 func newHookCreateCmd(f *apiFlags) *cobra.Command {
 	o := &hookOptions{}
 	cmd := &cobra.Command{
-		Use:   "create NAME TOPIC COMMAND",
+		Use:   "create NAME (TOPIC | --on EVENT) (COMMAND | --webhook URL)",
 		Short: "Create a hook and start it",
 		Example: `  ferry hook create my-first-hook my-topic "php artisan execute:command {payload}"
-  ferry hook create invoices created 'cd /srv/app; ./bin/invoice --id {id}' --stream orders --timeout 30s --env APP_ENV=production`,
-		Args: exactArgs(3),
+  ferry hook create invoices created 'cd /srv/app; ./bin/invoice --id {id}' --stream orders --timeout 30s --env APP_ENV=production
+  ferry hook create notify orders --webhook https://example.com/hooks/orders --secret-env ORDERS_HOOK_SECRET
+  ferry hook create cleanup --on segment.deleted 'echo {payload} >> /var/log/segments'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			want := 3
+			if o.on != "" {
+				want-- // no TOPIC: the event type's
+			}
+			if o.webhook != "" {
+				if len(args) == want {
+					return usageError{errors.New("give COMMAND or --webhook URL, not both")}
+				}
+				want--
+			}
+			return exactArgs(want)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			body, err := o.config(args[0], args[1], args[2])
+			if o.on != "" {
+				if cmd.Flags().Changed("stream") {
+					return usageError{errors.New("--on names the stream and topic itself; leave out --stream")}
+				}
+				trig, err := sysevents.TriggerFor(o.on)
+				if err != nil {
+					return usageError{fmt.Errorf("--on: %w", err)}
+				}
+				o.stream, o.deadLetterStream = trig.Stream, hookDefaultStream
+				args = append([]string{args[0], trig.Topic}, args[1:]...)
+				if trig.Origin == sysevents.OriginBroker {
+					defer fmt.Fprintf(cmd.ErrOrStderr(), "note: %s events are published by Ferry's embedded broker (ferry run's or ferry serve's); an external Iggy server has none\n", o.on)
+				}
+			}
+			var body *hookBody
+			if o.webhook != "" {
+				body, err = o.webhookConfig(args[0], args[1])
+			} else {
+				body, err = o.config(args[0], args[1], args[2])
+			}
 			if err != nil {
 				return err
 			}
@@ -104,7 +147,11 @@ func newHookCreateCmd(f *apiFlags) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), h)
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "hook %s created: runs `%s` for each message on %s/%s (status %s)\n", h.Name, oneLineText(h.Command, 200), h.Stream, h.Topic, h.Status)
+			if h.URL != "" {
+				fmt.Fprintf(out, "hook %s created: sends each message on %s/%s to %s (status %s)\n", h.Name, h.Stream, h.Topic, h.URL, h.Status)
+			} else {
+				fmt.Fprintf(out, "hook %s created: runs `%s` for each message on %s/%s (status %s)\n", h.Name, oneLineText(h.Command, 200), h.Stream, h.Topic, h.Status)
+			}
 			if h.DeadLetter != "" {
 				fmt.Fprintf(out, "failed messages go to %s after %d retries\n", h.DeadLetter, h.MaxRetries)
 			}
@@ -121,6 +168,11 @@ func newHookCreateCmd(f *apiFlags) *cobra.Command {
 	fl.StringVar(&o.onError, "on-error", "dead_letter", `after the retries: "dead_letter" (go on) or "stop" (stop the hook)`)
 	fl.Uint32Var(&o.maxRetries, "max-retries", config.DefaultMaxRetries, "retries of a failing command")
 	fl.IntVar(&o.concurrency, "concurrency", 1, "commands running at once; above 1, messages may finish out of order (with --ordering key: keys at once)")
+	fl.StringVar(&o.on, "on", "", "instead of TOPIC: run for each event of this type (a trigger), such as segment.deleted or connector.status_changed; the payload is the CloudEvent")
+	fl.StringVar(&o.webhook, "webhook", "", "instead of COMMAND: send each message to this URL (an http sink), signed when --secret-env is given, retried, dead-lettered")
+	fl.StringVar(&o.signing, "signing", "standard-webhooks", `with --webhook: "standard-webhooks" (webhook-id, webhook-timestamp, webhook-signature; the secret is whsec_<base64>) or "ferry"`)
+	fl.StringVar(&o.secretEnv, "secret-env", "", "with --webhook: the environment variable of the runtime that holds the signing secret (the secret itself never leaves the runtime)")
+	fl.BoolVar(&o.perBatch, "per-batch", false, "with --webhook: one request per batch (NDJSON) instead of one per message")
 	fl.StringVar(&o.from, "from", "first", `where a new hook starts: "first" (the oldest message the topic holds), "now" (only messages sent from now on) or an offset`)
 	fl.StringVar(&o.ordering, "ordering", "partition", `"partition" (one message at a time per partition), "key" (in order per message key, keys in parallel up to --concurrency, a failing key holding up only itself) or "none"`)
 	return cmd
@@ -163,6 +215,9 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 	if _, err := config.ParseStartFrom(o.from); err != nil {
 		return nil, usageError{fmt.Errorf("--from: %w", err)}
 	}
+	if o.ordering == "" {
+		o.ordering = string(config.OrderPartition)
+	}
 	switch config.Ordering(o.ordering) {
 	case config.OrderPartition, config.OrderKey, config.OrderNone:
 	default:
@@ -199,7 +254,7 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 		batch = uint32(o.concurrency)
 	}
 	if o.from != "first" {
-		stream.StartFrom = o.from
+		stream.StartFrom = o.from // "" is "first" too
 	}
 	if len(o.env) > 0 {
 		env := map[string]any{}
@@ -218,6 +273,9 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 	retries := o.maxRetries
 	stream.Stream, stream.Topics, stream.Schema, stream.BatchLength = o.stream, []string{topic}, string(config.SchemaRaw), batch
 	stream.PollInterval, stream.ConsumerGroup, stream.MaxRetries, stream.OnError = hookPollInterval, hookKey(name), &retries, o.onError
+	if o.deadLetterStream != "" && o.onError == string(config.PolicyDeadLetter) {
+		stream.DeadLetterStream = o.deadLetterStream // a trigger's failures go to the hooks stream, not the system stream
+	}
 	return &hookBody{Enabled: true, Name: name, Path: "exec", PluginConfig: pc, Streams: []sinkStream{stream}}, nil
 }
 
@@ -280,7 +338,9 @@ type hookView struct {
 	Stream        string            `json:"stream"`
 	Topic         string            `json:"topic"`
 	ConsumerGroup string            `json:"consumer_group"`
-	Command       string            `json:"command"`
+	Command       string            `json:"command,omitempty"`
+	URL           string            `json:"url,omitempty"`     // a --webhook hook's
+	Signing       string            `json:"signing,omitempty"` // and its signing scheme, when signed
 	WorkingDir    string            `json:"working_dir,omitempty"`
 	Timeout       string            `json:"timeout,omitempty"`
 	Shell         string            `json:"shell,omitempty"`
@@ -323,6 +383,12 @@ func viewOf(info sinkInfo, c *sinkConfig) *hookView {
 	}
 	str := func(k string) string { v, _ := c.PluginConfig[k].(string); return v }
 	h.Command, h.WorkingDir, h.Timeout, h.Shell = str("command"), str("working_dir"), str("timeout"), str("shell")
+	if h.URL = str("url"); h.URL != "" && str("signing_secret") != "" {
+		h.Signing = str("signing")
+		if h.Signing == "" {
+			h.Signing = "ferry"
+		}
+	}
 	if n, ok := c.PluginConfig["concurrency"].(float64); ok {
 		h.Concurrency = int(n)
 	}
@@ -438,7 +504,7 @@ func newHookGetCmd(f *apiFlags) *cobra.Command {
 func printHook(w io.Writer, h *hookView) error {
 	rows := [][]string{
 		{"name", h.Name}, {"status", h.Status}, {"last error", h.LastError},
-		{"topic", h.Stream + "/" + h.Topic}, {"command", h.Command}, {"working dir", h.WorkingDir},
+		{"topic", h.Stream + "/" + h.Topic}, {"command", h.Command}, {"url", h.URL}, {"signing", h.Signing}, {"working dir", h.WorkingDir},
 		{"timeout", h.Timeout}, {"shell", h.Shell}, {"consumer group", h.ConsumerGroup},
 		{"on error", fmt.Sprintf("%s after %d retries", h.OnError, h.MaxRetries)}, {"dead letter", h.DeadLetter},
 		{"messages", fmt.Sprintf("%d consumed, %d processed, %d errors, %d dead-lettered", h.Consumed, h.Processed, h.Errors, h.DeadLettered)},
@@ -523,4 +589,49 @@ func oneLineText(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// webhookConfig builds a --webhook hook: an http sink that sends each
+// message (or each batch, --per-batch) to the URL, signed with the secret
+// in the runtime's environment variable --secret-env. The URL comes from
+// the user, never from a message.
+func (o *hookOptions) webhookConfig(name, topic string) (*hookBody, error) {
+	body, err := o.config(name, topic, "true") // the checks and the stream every hook shares
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(o.webhook)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Errorf("--webhook %q: want an http:// or https:// URL with a host", o.webhook)}
+	}
+	if o.signing != httpsink.SigningStandard && o.signing != httpsink.SigningFerry {
+		return nil, usageError{fmt.Errorf("--signing %q: want %s or %s", o.signing, httpsink.SigningStandard, httpsink.SigningFerry)}
+	}
+	for _, flag := range []struct {
+		name string
+		set  bool
+	}{{"--dir", o.dir != ""}, {"--shell", o.shell != ""}, {"--env", len(o.env) > 0}} {
+		if flag.set {
+			return nil, usageError{fmt.Errorf("%s is for command hooks, not --webhook", flag.name)}
+		}
+	}
+	pc := map[string]any{"url": o.webhook, "batch_mode": httpsink.ModeIndividual, "include_metadata": true}
+	if o.perBatch {
+		pc["batch_mode"] = httpsink.ModeNDJSON
+	}
+	if o.timeout != "" && o.timeout != "0" {
+		pc["timeout"] = o.timeout
+	}
+	if o.secretEnv != "" {
+		if !envx.ValidName(o.secretEnv) {
+			return nil, usageError{fmt.Errorf("--secret-env %q: want an environment variable name", o.secretEnv)}
+		}
+		pc["signing"], pc["signing_secret"] = o.signing, "${"+o.secretEnv+"}"
+	}
+	body.Path, body.PluginConfig = "http", pc
+	s := &body.Streams[0]
+	if o.ordering == string(config.OrderPartition) && o.concurrency <= 1 {
+		s.BatchLength = 100 // requests go out in order, a batch at a time
+	}
+	return body, nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ferryhq/ferry/iggy"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,4 +75,39 @@ func TestHookFromNowOrderingAndLogs(t *testing.T) {
 	}
 	_, err := hook("logs", "missing")
 	require.ErrorContains(t, err, "hook missing does not exist")
+}
+
+// --on TYPE makes a trigger: the hook runs for each event of the type,
+// with the CloudEvent as its payload.
+func TestHookOnABrokerEvent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "created")
+	live := startLiveRuntime(t, dir)
+	hook := func(args ...string) (string, error) {
+		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
+	}
+	got, err := hook("create", "on-streams", "--on", "stream.created", `printf '%s\n' {payload} >> `+out)
+	require.NoError(t, err, got)
+	require.Contains(t, got, "on ferry.events/stream.created")
+	ctx := context.Background()
+	cl, err := iggy.Dial(ctx, live.rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	require.NoError(t, err)
+	defer cl.Close()
+	_, err = cl.CreateStream(ctx, "brand-new")
+	require.NoError(t, err)
+	waitFor(t, "the trigger ran", fileHas(out, `"brand-new"`))
+	var ev map[string]any
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(read(t, out), "\n", 2)[0]), &ev))
+	require.Equal(t, "1.0", ev["specversion"])
+	require.Equal(t, "stream.created", ev["type"])
+	view, err := hook("get", "on-streams", "--json")
+	require.NoError(t, err)
+	require.Contains(t, view, `"dead_letter": "hooks/hook-on-streams_dead_letter"`)
+
+	_, err = hook("create", "typo", "--on", "segment.delted", "true")
+	require.ErrorContains(t, err, "segment.deleted", "names the type meant")
+	require.Equal(t, 2, exitCode(err))
+	_, err = hook("create", "both", "--on", "stream.created", "true", "--stream", "s")
+	require.ErrorContains(t, err, "leave out --stream")
 }

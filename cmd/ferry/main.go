@@ -52,6 +52,7 @@ func newRootCmd() *cobra.Command {
 		newMessageCmd(),
 		newUserCmd(), newPATCmd(),
 		newHookCmd(),
+		newWebhookCmd(),
 		newStatusCmd(),
 		newConnectorsCmd(),
 		newBenchCmd(),

@@ -129,4 +129,11 @@
 // make Ferry retry or dead-letter it). Verify and VerifyRequest do the
 // checks (VerifyRequest returns the request id to look up); the
 // receiver keeps the ids.
+//
+// signing = "standard-webhooks" signs instead with Standard Webhooks
+// (package webhooksig): webhook-id (the request id, the same on every
+// attempt), webhook-timestamp, and webhook-signature with one
+// "v1,<base64>" per secret (signing_secret, then each signing_secret_env
+// variable, for rotation; secrets are whsec_<base64>). Ferry's headers
+// are then not sent. The default, "ferry", is the scheme above.
 package httpsink

@@ -322,6 +322,11 @@ func oneLine(b []byte) string {
 	return strings.TrimSpace(s)
 }
 
+// ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
+// read with ordering = "key" or "none", as --webhook hooks do): each request
+// carries its own id, the same on every attempt.
+func (s *Sink) ConsumesOutOfOrder() {}
+
 // Close releases idle connections. It is idempotent.
 func (s *Sink) Close(context.Context) error {
 	s.closeOnce.Do(s.client.CloseIdleConnections)

@@ -71,3 +71,17 @@ func CheckPattern(p string) error {
 	}
 	return nil
 }
+
+// ValidName reports whether name is a portable environment variable name:
+// a letter or '_', then letters, digits and '_'.
+func ValidName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
