@@ -165,3 +165,21 @@ func open(t testing.TB, s connector.Sink) {
 	require.NoError(t, s.Open(ctx))
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 }
+
+// settleQuiet is settle, then waits until no payload arrived for three
+// checks in a row (for QoS 0, which no broker acknowledges).
+func (s *subscriber) settleQuiet(t testing.TB, topic string) []string {
+	t.Helper()
+	got := s.settle(t, topic)
+	for quiet := 0; quiet < 3; {
+		time.Sleep(50 * time.Millisecond)
+		now := s.payloads()
+		if len(now) == len(got) {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		got = now
+	}
+	return got
+}

@@ -10,6 +10,7 @@ import (
 
 	_ "github.com/ferryhq/ferry/connectors/file" // the file source, for the crash test's child runtime
 	"github.com/ferryhq/ferry/connectortest"
+	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/redistest"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -52,11 +53,23 @@ stream = %q
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	total := in.Written()
-	connectortest.Eventually(t, "every line in the stream", func() bool { return c.XLen(ctx, stream).Val() >= int64(total) })
 	// The file source may repeat lines into Iggy across kills (at new
-	// offsets); the sink writes each Iggy offset once: entry i is offset
-	// i, and the stream equals the topic.
-	topic := e.Topic("bridge", "events")
+	// offsets), so counts prove nothing: wait until the topic holds every
+	// line, then until the stream holds the whole topic. The sink writes
+	// each Iggy offset once: entry i is offset i, and the stream equals
+	// the topic.
+	var topic []iggy.Message
+	connectortest.Eventually(t, "every line in the topic", func() bool {
+		topic = e.Topic("bridge", "events")
+		got := map[int]bool{}
+		for _, m := range topic {
+			var v struct{ N int }
+			if json.Unmarshal(m.Payload, &v) == nil {
+				got[v.N] = true
+			}
+		}
+		return len(got) >= total
+	})
 	connectortest.Eventually(t, "the whole topic in the stream", func() bool { return c.XLen(ctx, stream).Val() >= int64(len(topic)) })
 	es, err := c.XRange(ctx, stream, "-", "+").Result()
 	require.NoError(t, err)
