@@ -16,6 +16,11 @@ import (
 // partition), so a key that must travel goes in this header.
 const KeyHeader = "key"
 
+// DeletedHeader marks a deletion marker (a tombstone): a message whose
+// DeletedHeader is the bool true says its key no longer has a value.
+// live's Target writes them, live's Map and compacted topics read them.
+const DeletedHeader = "deleted"
+
 // Message is one message: what a producer sends and a poll returns.
 type Message struct {
 	// ID is 16 opaque bytes, a UUID or a u128 in little-endian order. A

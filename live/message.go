@@ -93,7 +93,7 @@ func fromPoll(partition uint32, w *iggy.Message, own bool) Message {
 // message).
 const (
 	KeyHeader     = iggy.KeyHeader
-	DeletedHeader = "deleted"
+	DeletedHeader = iggy.DeletedHeader
 )
 
 // StringKey is a key function for Map: the KeyHeader of a message when it
