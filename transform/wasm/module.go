@@ -100,6 +100,9 @@ type Config struct {
 	// MaxIdle is how many idle instances are kept for the next calls;
 	// default GOMAXPROCS. Calls beyond it at once get new instances.
 	MaxIdle int
+	// Exports are further functions (address i32, length i32) -> i64 the
+	// module must export, for CallBytes (package udaf's udaf_* functions).
+	Exports []string
 }
 
 // CacheDirEnv names a directory where compiled code is kept across
@@ -203,15 +206,19 @@ func (m *Module) load(ctx context.Context, wasm []byte) error {
 	m.compiled = compiled
 	fns := compiled.ExportedFunctions()
 	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
-	for _, want := range []struct {
-		name    string
-		params  []api.ValueType
-		results []api.ValueType
-		sig     string
-	}{
-		{AllocExport, []api.ValueType{i32}, []api.ValueType{i32}, "(size i32) -> i32"},
-		{m.cfg.Function, []api.ValueType{i32, i32}, []api.ValueType{i64}, "(address i32, length i32) -> i64"},
-	} {
+	type export struct {
+		name            string
+		params, results []api.ValueType
+		sig             string
+	}
+	call := func(name string) export {
+		return export{name, []api.ValueType{i32, i32}, []api.ValueType{i64}, "(address i32, length i32) -> i64"}
+	}
+	wants := []export{{AllocExport, []api.ValueType{i32}, []api.ValueType{i32}, "(size i32) -> i32"}, call(m.cfg.Function)}
+	for _, name := range m.cfg.Exports {
+		wants = append(wants, call(name))
+	}
+	for _, want := range wants {
 		fn, ok := fns[want.name]
 		if !ok {
 			return fmt.Errorf("the module does not export the function %q (it exports %s)", want.name, exportNames(fns))
@@ -415,6 +422,7 @@ type instance struct {
 	stderr *tail
 	batch  []byte
 	stack  [2]uint64
+	fns    map[string]api.Function // CallBytes's functions, looked up once
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
