@@ -9,9 +9,11 @@ import (
 	"io"
 
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
@@ -24,36 +26,51 @@ func newMessageCmd() *cobra.Command {
 	return cmd
 }
 
+// TombstonePayload is the payload of a deletion marker sent without one:
+// Iggy refuses an empty payload, so a marker carries the JSON null.
+const TombstonePayload = "null"
+
 func newSendCmd(c *conn) *cobra.Command {
 	var partition int64
-	var key string
+	var key, keyHex string
+	var deleted bool
 	cmd := &cobra.Command{
 		Use:   "send STREAM TOPIC [MESSAGE...]",
 		Short: "Send messages; with no MESSAGE, each line of standard input is one",
+		Long: `Send messages. With --key (a string) or --key-hex (a binary key), every
+message carries the key in its "key" header, Ferry's key convention (see
+docs/keys.md), and goes to the key's partition. --deleted sends one
+deletion marker for the key: the header deleted = true and the payload
+MESSAGE, or "null" when none is given (Iggy refuses an empty payload).`,
 		Example: `  ferry message send orders created '{"id":1}' '{"id":2}'
   ferry message send orders created --key customer-7 'hello'
+  ferry message send orders created --key customer-7 --deleted
   cat events.ndjson | ferry message send orders created`,
 		Args: cobra.MinimumNArgs(2),
 	}
 	cmd.Flags().Int64Var(&partition, "partition", -1, "send to this partition")
-	cmd.Flags().StringVar(&key, "key", "", "send to the partition of this messages key")
+	cmd.Flags().StringVar(&key, "key", "", `the messages' key: set as their "key" header, it picks the partition`)
+	cmd.Flags().StringVar(&keyHex, "key-hex", "", "a binary key, in hex (as --key)")
+	cmd.Flags().BoolVar(&deleted, "deleted", false, "send a deletion marker (tombstone) for --key")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if partition >= 0 && key != "" {
-			return usageError{errors.New("--partition and --key cannot be used together")}
+		k, err := sendKey(key, keyHex, partition, deleted)
+		if err != nil {
+			return usageError{err}
 		}
 		p := iggy.Balanced()
 		switch {
 		case partition >= 0:
 			p = iggy.ToPartition(uint32(partition))
-		case key != "":
-			if len(key) > 255 {
-				return usageError{fmt.Errorf("--key is %d bytes, at most 255", len(key))}
-			}
-			p = iggy.ByKey([]byte(key))
+		case k.Data != nil:
+			p = iggy.ByKey(k.Data)
 		}
 		payloads := args[2:]
-		if len(payloads) == 0 {
-			var err error
+		switch {
+		case deleted && len(payloads) > 1:
+			return usageError{errors.New("--deleted sends one deletion marker: give at most one MESSAGE")}
+		case deleted && len(payloads) == 0:
+			payloads = []string{TombstonePayload}
+		case len(payloads) == 0:
 			if payloads, err = readLines(cmd.InOrStdin()); err != nil {
 				return err
 			}
@@ -64,7 +81,7 @@ func newSendCmd(c *conn) *cobra.Command {
 		return c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
 			msgs := make([]iggy.Message, len(payloads))
 			for i, s := range payloads {
-				msgs[i] = iggy.Message{Payload: []byte(s)}
+				msgs[i] = iggy.Message{Payload: []byte(s), Headers: keyHeaders(k, deleted)}
 			}
 			conf, err := cl.SendMessages(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]), p, msgs)
 			if err != nil {
@@ -79,6 +96,46 @@ func newSendCmd(c *conn) *cobra.Command {
 		})(cmd, args)
 	}
 	return cmd
+}
+
+// sendKey checks send's key flags and returns the key header value: a
+// string for --key, raw bytes for --key-hex, the zero Value for none.
+func sendKey(key, keyHex string, partition int64, deleted bool) (header.Value, error) {
+	var v header.Value
+	switch {
+	case key != "" && keyHex != "":
+		return v, errors.New("give --key or --key-hex, not both")
+	case key != "":
+		v = header.StringValue(key)
+	case keyHex != "":
+		b, err := hex.DecodeString(keyHex)
+		if err != nil || len(b) == 0 {
+			return v, fmt.Errorf("--key-hex %q is not hex digits (two per byte)", keyHex)
+		}
+		v = header.RawValue(b)
+	}
+	switch {
+	case partition >= 0 && v.Data != nil:
+		return v, errors.New("--partition and --key cannot be used together")
+	case len(v.Data) > 255:
+		return v, fmt.Errorf("the key is %d bytes, at most 255", len(v.Data))
+	case deleted && v.Data == nil:
+		return v, errors.New("--deleted needs the key it deletes: give --key or --key-hex")
+	}
+	return v, nil
+}
+
+// keyHeaders are the headers of a message sent with key k (none for the
+// zero Value), a deletion marker when deleted.
+func keyHeaders(k header.Value, deleted bool) []header.Header {
+	if k.Data == nil {
+		return nil
+	}
+	hs := []header.Header{header.New(iggy.KeyHeader, k)}
+	if deleted {
+		hs = append(hs, header.New(iggy.DeletedHeader, header.BoolValue(true)))
+	}
+	return hs
 }
 
 func readLines(r io.Reader) ([]string, error) {
@@ -170,6 +227,12 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 			if hs := headerStrings(&m); len(hs) > 0 {
 				j["headers"] = hs
 			}
+			if k, ok := m.Key(); ok {
+				j["key"] = keyString(k)
+			}
+			if isDeleted(&m) {
+				j["deleted"] = true
+			}
 			msgs = append(msgs, j)
 		}
 		return printJSON(out, map[string]any{"partition": reply.PartitionID, "current_offset": reply.CurrentOffset, "messages": msgs})
@@ -177,6 +240,12 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 	w := bufio.NewWriter(out)
 	for _, m := range reply.Messages {
 		fmt.Fprintf(w, "offset %d  id %s  %s  ", m.Offset, idString(m.ID), timeUS(uint64(m.Timestamp.UnixMicro())))
+		if k, ok := m.Key(); ok {
+			fmt.Fprintf(w, "key %s  ", keyString(k))
+		}
+		if isDeleted(&m) {
+			fmt.Fprint(w, "(deleted)  ")
+		}
 		if utf8.Valid(m.Payload) {
 			fmt.Fprintf(w, "%s\n", m.Payload)
 		} else {
@@ -192,6 +261,25 @@ func printMessages(out io.Writer, asJSON, headers bool, reply *iggy.PollReply) e
 		fmt.Fprintf(w, "no messages (partition %d, current offset %d)\n", reply.PartitionID, reply.CurrentOffset)
 	}
 	return w.Flush()
+}
+
+// keyString prints a message key: a string key quoted when it is not
+// plain text, a binary one as 0x and hex.
+func keyString(k header.Value) string {
+	if k.Kind == header.KindRaw {
+		return fmt.Sprintf("0x%x", k.Data)
+	}
+	if s := string(k.Data); utf8.ValidString(s) && strconv.Quote(s) == `"`+s+`"` && !strings.ContainsRune(s, ' ') {
+		return s
+	}
+	return strconv.Quote(string(k.Data))
+}
+
+// isDeleted reports whether m is a deletion marker: its DeletedHeader is
+// the bool true.
+func isDeleted(m *iggy.Message) bool {
+	v, ok := header.Get(m.Headers, iggy.DeletedHeader)
+	return ok && v.Bool()
 }
 
 func idString(id [16]byte) string { return uuid.UUID(id).String() }
