@@ -88,6 +88,7 @@ type ProducerStream struct {
 	LingerTime     time.Duration `toml:"linger_time"`
 	StreamSchema
 	ProducedEvents // Ferry extension: produces = [...] (config/events.go)
+	StreamKey      // Ferry extension: key_field, key_template, key_required (config/keys.go)
 
 	// Ferry extensions: delivery. OnError says what happens to a polled
 	// message that cannot be sent to this stream: one that does not

@@ -27,7 +27,10 @@ type producerOut struct {
 	OnError          string   `toml:"on_error,omitempty" json:"on_error,omitempty"`
 	DeadLetterStream string   `toml:"dead_letter_stream,omitempty" json:"dead_letter_stream,omitempty"`
 	DeadLetterTopic  string   `toml:"dead_letter_topic,omitempty" json:"dead_letter_topic,omitempty"`
-	Produces         []string `toml:"produces,omitempty" json:"produces,omitempty"` // config/events.go
+	Produces         []string `toml:"produces,omitempty" json:"produces,omitempty"`   // config/events.go
+	KeyField         string   `toml:"key_field,omitempty" json:"key_field,omitempty"` // config/keys.go
+	KeyTemplate      string   `toml:"key_template,omitempty" json:"key_template,omitempty"`
+	KeyRequired      bool     `toml:"key_required,omitempty" json:"key_required,omitempty"`
 	streamSchemaOut
 }
 
@@ -79,7 +82,8 @@ func (c *Connector) streamsOut() any {
 			out[i] = producerOut{Stream: s.Stream, Topic: s.Topic, Schema: string(s.Schema), AvroSchemaJSON: optional(s.AvroSchemaJSON),
 				AvroSchemaPath: optional(s.AvroSchemaPath), BatchLength: s.BatchLength, LingerTime: FormatDuration(s.LingerTime),
 				OnError: string(s.OnError), DeadLetterStream: s.DeadLetterStream, DeadLetterTopic: s.DeadLetterTopic,
-				Produces: s.Produces, streamSchemaOut: schemaOut(s.StreamSchema)}
+				Produces: s.Produces, KeyField: string(s.KeyField), KeyTemplate: string(s.KeyTemplate), KeyRequired: s.KeyRequired,
+				streamSchemaOut: schemaOut(s.StreamSchema)}
 		}
 		return out
 	}
