@@ -120,6 +120,9 @@ func decode(b []byte) ([]entry, error) {
 			return nil, errors.New("the state is cut short")
 		}
 		score := math.Float64frombits(binary.LittleEndian.Uint64(p))
+		if math.IsNaN(score) || math.IsInf(score, 0) {
+			return nil, errors.New("the state holds a score that is not a finite number")
+		}
 		n := int(binary.LittleEndian.Uint16(p[8:]))
 		if len(p) < 10+n {
 			return nil, errors.New("the state is cut short")
