@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/gather"
 )
 
 // cdcSource is the mysql source in CDC mode: the initial snapshot, then
@@ -152,43 +153,14 @@ func (c *cdcSource) Poll(ctx context.Context) (*connector.Batch, error) {
 const cdcLinger = 5 * time.Millisecond
 
 func (c *cdcSource) pollStream(ctx context.Context) (*connector.Batch, error) {
-	taken := c.carry
+	taken, msgs, err := gather.Batch(ctx, c.stream.items, c.stream.errc, c.carry,
+		func(it item) bool { return it.msg != nil }, c.set.batchSize, cdcLinger)
 	c.carry = nil
-	if len(taken) == 0 {
-		select {
-		case it := <-c.stream.items:
-			taken = append(taken, it)
-		case err := <-c.stream.errc:
-			return nil, err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	if err != nil {
+		if ctx.Err() != nil {
+			c.carry = taken // not lost: the next Poll returns them
 		}
-	}
-	msgs := 0
-	for _, it := range taken {
-		if it.msg != nil {
-			msgs++
-		}
-	}
-	linger := time.NewTimer(cdcLinger)
-	defer linger.Stop()
-gather:
-	for msgs < c.set.batchSize {
-		select {
-		case it := <-c.stream.items:
-			taken = append(taken, it)
-			if it.msg != nil {
-				msgs++
-			}
-		case <-linger.C:
-			break gather
-		case <-ctx.Done():
-			break gather
-		}
-	}
-	if ctx.Err() != nil {
-		c.carry = taken // not lost: the next Poll returns them
-		return nil, ctx.Err()
+		return nil, err
 	}
 	msgsOut := make([]connector.Message, 0, msgs)
 	pos := c.read.clone()
