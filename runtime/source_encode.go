@@ -195,6 +195,9 @@ func (o *output) encode(i int, msgs []connector.Message, conv codec.Convert, sta
 		}
 		m, err := toIggy(&msgs[j], conv)
 		if err == nil {
+			err = applyKey(&o.cfg.StreamKey, &m) // source_key.go
+		}
+		if err == nil {
 			err = o.events.check(m.Headers, m.Payload)
 		}
 		if err != nil {
@@ -383,6 +386,9 @@ func (r *sourceRun) route(e *encoded, i int, msgs []connector.Message, conv code
 			continue
 		}
 		m, err := toIggy(&msgs[j], conv)
+		if err == nil {
+			err = applyKey(&o.cfg.StreamKey, &m) // source_key.go
+		}
 		if err == nil {
 			err = refused(m)
 		}
