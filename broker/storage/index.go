@@ -45,9 +45,22 @@ func decodeIndexEntry(b []byte) (entry, error) {
 
 // appendIndex appends the index file of a segment: header and entries.
 func appendIndex(dst []byte, base uint64, entries []entry) []byte {
+	return appendIndexV(dst, base, entries, fileHeader{version: formatVersion})
+}
+
+// appendIndexOf appends the index file of s, in s's format version.
+func appendIndexOf(dst []byte, s *segment) []byte {
+	fh := fileHeader{version: formatVersion}
+	if s.compacted {
+		fh = fileHeader{version: compactedVersion, end: uint32(s.next - s.base)}
+	}
+	return appendIndexV(dst, s.base, s.entries, fh)
+}
+
+func appendIndexV(dst []byte, base uint64, entries []entry, fh fileHeader) []byte {
 	at := len(dst)
 	dst = append(dst, make([]byte, fileHeaderSize+indexEntrySize*len(entries))...)
-	putFileHeader(dst[at:], indexMagic, base)
+	putFileHeaderV(dst[at:], indexMagic, base, fh.version, fh.end)
 	for i, e := range entries {
 		putIndexEntry(dst[at+fileHeaderSize+i*indexEntrySize:], e)
 	}
@@ -57,17 +70,29 @@ func appendIndex(dst []byte, base uint64, entries []entry) []byte {
 // parseIndex decodes an index file and checks that it describes, gap-free,
 // a log of logSize bytes whose records start at offset base. Any error means
 // the index cannot be trusted and must be rebuilt from the log.
+//
+// A compacted (version 2) index may leave gaps between its entries, all
+// within the end its header gives; want is the log's header, whose version
+// and end the index must repeat.
 func parseIndex(b []byte, base uint64, logSize int64) ([]entry, error) {
-	torn, err := checkFileHeader(b, indexMagic, base)
+	return parseIndexFor(b, base, logSize, fileHeader{version: formatVersion})
+}
+
+func parseIndexFor(b []byte, base uint64, logSize int64, want fileHeader) ([]entry, error) {
+	fh, torn, err := checkFileHeader(b, indexMagic, base)
 	if err != nil {
 		return nil, err
 	}
 	if torn {
 		return nil, errors.New("index header missing")
 	}
-	if !allZero(b[12:16]) {
+	if fh.version == formatVersion && !allZero(b[12:16]) {
 		return nil, errors.New("index header reserved bytes set")
 	}
+	if fh != want {
+		return nil, fmt.Errorf("index header says version %d, end %d; the log's says %d, %d", fh.version, fh.end, want.version, want.end)
+	}
+	gaps := fh.version == compactedVersion
 	body := b[fileHeaderSize:]
 	if len(body)%indexEntrySize != 0 {
 		return nil, fmt.Errorf("index body of %d bytes is not whole entries", len(body))
@@ -80,6 +105,9 @@ func parseIndex(b []byte, base uint64, logSize int64) ([]entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("index entry %d: %w", len(entries), err)
 		}
+		if gaps && uint64(e.rel) > rel {
+			rel = uint64(e.rel)
+		}
 		if err := checkEntry(e, rel, pos, logSize); err != nil {
 			return nil, fmt.Errorf("index entry %d: %w", len(entries), err)
 		}
@@ -89,6 +117,9 @@ func parseIndex(b []byte, base uint64, logSize int64) ([]entry, error) {
 	}
 	if pos != logSize {
 		return nil, fmt.Errorf("index covers %d bytes, the log has %d", pos, logSize)
+	}
+	if gaps && rel > uint64(fh.end) {
+		return nil, fmt.Errorf("entries reach relative offset %d, past the segment end %d", rel, fh.end)
 	}
 	return entries, nil
 }
@@ -115,7 +146,7 @@ func checkEntry(e entry, rel uint64, pos, logSize int64) error {
 
 // rewriteIndex replaces the segment's index file with its entries, durably.
 func rewriteIndex(s *segment) error {
-	b := appendIndex(nil, s.base, s.entries)
+	b := appendIndexOf(nil, s)
 	if _, err := s.idx.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("storage: rewrite index of %s: %w", s.path, err)
 	}

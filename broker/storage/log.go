@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +71,11 @@ type Log interface {
 	DropOldest(n int) (int, error)
 	// Purge removes every message and resets NextOffset to 0.
 	Purge() error
+	// Compact rewrites the sealed segments that hold superseded keyed
+	// messages, keeping the latest message per key (see CompactOptions and
+	// the package doc's "Compaction"). Offsets are kept: the removed ones
+	// become gaps that Read skips.
+	Compact(ctx context.Context, o CompactOptions) (CompactStats, error)
 	// Sync flushes everything appended so far to stable storage.
 	Sync() error
 	// Close releases files; idempotent. Other methods after Close return ErrClosed.
@@ -80,9 +86,10 @@ type Log interface {
 type SegmentInfo struct {
 	BaseOffset, NextOffset        uint64 // [BaseOffset, NextOffset)
 	SizeBytes                     uint64 // bytes of records, file header excluded
-	Messages                      uint64
+	Messages                      uint64 // stored; below NextOffset-BaseOffset once compacted
 	FirstTimestamp, LastTimestamp uint64 // record base_timestamps, µs; 0 if empty
 	Active                        bool
+	Compacted                     bool // rewritten by Compact (format version 2)
 }
 
 var (

@@ -51,6 +51,11 @@ type partitionLog struct {
 	segs   []*segment
 	closed bool
 	next   atomic.Uint64 // written under mu, read anywhere
+	purges uint64        // under mu: Purge calls, so Compact sees offsets reused
+
+	// compactMu serializes Compact; compact is its state.
+	compactMu sync.Mutex
+	compact   compactState
 }
 
 var _ Log = (*partitionLog)(nil)
@@ -69,8 +74,8 @@ func (l *partitionLog) FirstOffset() uint64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, s := range l.segs {
-		if s.next > s.base {
-			return s.base
+		if len(s.entries) > 0 {
+			return s.base + uint64(s.entries[0].rel) // after a compacted gap
 		}
 	}
 	return l.next.Load()
@@ -154,7 +159,9 @@ func (l *partitionLog) activeFor(count uint32) (*segment, error) {
 	if len(l.segs) > 0 {
 		s := l.segs[len(l.segs)-1]
 		msgs := s.next - s.base
-		if msgs == 0 || (s.size < l.opts.SegmentSize && msgs+uint64(count) <= math.MaxUint32) {
+		// A compacted segment is never appended to (it is active only
+		// when every later segment was lost): the next record rolls.
+		if !s.compacted && (msgs == 0 || (s.size < l.opts.SegmentSize && msgs+uint64(count) <= math.MaxUint32)) {
 			return s, nil
 		}
 		if err := l.seal(s); err != nil {
@@ -251,6 +258,7 @@ func (l *partitionLog) Purge() error {
 	}
 	l.mu.Lock()
 	l.next.Store(0)
+	l.purges++
 	l.mu.Unlock()
 	l.failed = nil
 	// If this fails, the next Append creates the segment.

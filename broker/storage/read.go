@@ -36,9 +36,12 @@ func (l *partitionLog) Read(dst []byte, offset uint64, limit uint32) ([]byte, ui
 		if offset >= s.next {
 			continue // empty
 		}
-		for ei := s.find(offset); ei < len(s.entries) && n < limit; ei++ {
+		for ei := max(s.find(offset), 0); ei < len(s.entries) && n < limit; ei++ {
 			e := s.entries[ei]
 			recBase := s.base + uint64(e.rel)
+			if recBase+uint64(e.count) <= offset {
+				continue // offset is in a compacted gap after this record
+			}
 			from := uint32(0)
 			if offset > recBase {
 				from = uint32(offset - recBase)

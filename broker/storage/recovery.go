@@ -95,7 +95,17 @@ func listSegments(dir string) ([]uint64, error) {
 	for _, de := range des {
 		name := de.Name()
 		stem, ext, ok := strings.Cut(name, ".")
-		if !ok || len(stem) != 20 || strings.Trim(stem, "0123456789") != "" || (ext != "log" && ext != "index") {
+		if !ok || len(stem) != 20 || strings.Trim(stem, "0123456789") != "" {
+			continue // not ours
+		}
+		if ext == compactExt[1:] || ext == compactIndexExt[1:] {
+			// A compaction that never switched: the segment is intact.
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("storage: remove unfinished compaction: %w", err)
+			}
+			continue
+		}
+		if ext != "log" && ext != "index" {
 			continue // not ours
 		}
 		base, err := strconv.ParseUint(stem, 10, 64)
@@ -153,7 +163,8 @@ func openSegment(be *fileBackend, base uint64, active bool, opts Options) (s *se
 	}
 	var hdr [fileHeaderSize]byte
 	n, _ := lf.ReadAt(hdr[:], 0)
-	torn, herr := checkFileHeader(hdr[:n], logMagic, base)
+	fh, torn, herr := checkFileHeader(hdr[:n], logMagic, base)
+	s.compacted = fh.version == compactedVersion
 	switch {
 	case errors.Is(herr, errUnknownVersion):
 		return s, nil, fmt.Errorf("%w: %s: %v", ErrFormat, path, herr)
@@ -170,7 +181,7 @@ func openSegment(be *fileBackend, base uint64, active bool, opts Options) (s *se
 		return s, nil, err
 	}
 	if !active {
-		entries, ierr := parseIndex(idx, base, size)
+		entries, ierr := parseIndexFor(idx, base, size, fh)
 		if ierr == nil {
 			ierr = checkEnds(s, entries)
 		}
@@ -178,19 +189,21 @@ func openSegment(be *fileBackend, base uint64, active bool, opts Options) (s *se
 			for _, e := range entries {
 				s.add(e)
 			}
+			s.setEnd(fh)
 			s.markUnchecked()
 			s.idxLen = int64(len(idx))
 			return s, nil, nil
 		}
 		opts.Logger.Warn("storage: rebuilding index of sealed segment", "file", path, "reason", ierr)
 	}
-	entries, end, cause, err := scanLog(lf, base, size)
+	entries, end, cause, err := scanLog(lf, base, size, fh)
 	if err != nil {
 		return s, nil, fmt.Errorf("storage: scan %s: %w", path, err)
 	}
 	for _, e := range entries {
 		s.add(e)
 	}
+	s.setEnd(fh)
 	if cause != nil {
 		if !active {
 			return s, &CorruptError{Path: path, Pos: end, Err: cause}, nil
@@ -199,7 +212,7 @@ func openSegment(be *fileBackend, base uint64, active bool, opts Options) (s *se
 			"pos", end, "dropped_bytes", size-end, "reason", cause)
 		return s, nil, repair(s)
 	}
-	if want := appendIndex(nil, base, s.entries); !bytes.Equal(idx, want) {
+	if want := appendIndexOf(nil, s); !bytes.Equal(idx, want) {
 		opts.Logger.Warn("storage: rewriting index that disagrees with the log", "file", path)
 		return s, nil, rewriteIndex(s)
 	}
@@ -228,7 +241,11 @@ func checkEnds(s *segment, entries []entry) error {
 // rewritten, the log cut after the last entry, the index rewritten, durably.
 func repair(s *segment) error {
 	var hdr [fileHeaderSize]byte
-	putFileHeader(hdr[:], logMagic, s.base)
+	if s.compacted {
+		putFileHeaderV(hdr[:], logMagic, s.base, compactedVersion, uint32(s.next-s.base))
+	} else {
+		putFileHeader(hdr[:], logMagic, s.base)
+	}
 	if _, err := s.log.WriteAt(hdr[:], 0); err != nil {
 		return fmt.Errorf("storage: repair %s: %w", s.path, err)
 	}
@@ -245,8 +262,11 @@ func repair(s *segment) error {
 // record should have base offset base, and validates each one completely
 // (lengths, frames, frame and batch checksums, contiguous offsets). It
 // returns the good records and where they end; cause says why the scan
-// stopped before size. err is an I/O error.
-func scanLog(r io.ReaderAt, base uint64, size int64) (entries []entry, end int64, cause, err error) {
+// stopped before size. err is an I/O error. In a compacted segment (fh
+// version 2) a record may start past the end of the one before, and all
+// must end within fh.end.
+func scanLog(r io.ReaderAt, base uint64, size int64, fh fileHeader) (entries []entry, end int64, cause, err error) {
+	gaps := fh.version == compactedVersion
 	br := bufio.NewReaderSize(io.NewSectionReader(r, fileHeaderSize, max(size-fileHeaderSize, 0)), 1<<20)
 	var c wire.BatchChecker
 	buf := make([]byte, wire.BatchHeaderSize)
@@ -273,7 +293,12 @@ func scanLog(r io.ReaderAt, base uint64, size int64) (entries []entry, end int64
 		if _, verr := c.Validate(buf); verr != nil {
 			return entries, pos, verr, nil
 		}
+		if gaps && h.BaseOffset > next {
+			next = h.BaseOffset
+		}
 		switch rel := next - base; {
+		case gaps && (next-base > uint64(fh.end) || uint64(h.Count) > uint64(fh.end)-(next-base)):
+			return entries, pos, fmt.Errorf("record at offset %d of %d messages passes the segment end %d", next, h.Count, base+uint64(fh.end)), nil
 		case h.BaseOffset != next:
 			return entries, pos, fmt.Errorf("record base_offset %d, want %d", h.BaseOffset, next), nil
 		case rel+uint64(h.Count) > math.MaxUint32 || uint64(h.Count) > math.MaxUint64-next:

@@ -12,8 +12,14 @@ import (
 const (
 	fileHeaderSize = 24
 	formatVersion  = 1
-	logMagic       = "FERRYLOG"
-	indexMagic     = "FERRYIDX"
+	// compactedVersion is the version field of a segment rewritten by
+	// Compact: version 1 with the compacted flag (bit 16) set, meaning gaps
+	// between records and the segment's end in the header (see the package
+	// doc). A build before compaction reads it as an unknown version and
+	// refuses it with ErrFormat, never as a damaged version 1.
+	compactedVersion = formatVersion | 1<<16
+	logMagic         = "FERRYLOG"
+	indexMagic       = "FERRYIDX"
 )
 
 var (
@@ -21,31 +27,48 @@ var (
 	errNotOurs        = errors.New("not a ferry partition log file (bad magic)")
 )
 
-// putFileHeader writes a file header for a segment with base offset base.
+// putFileHeader writes a version 1 file header for a segment with base
+// offset base.
 func putFileHeader(b []byte, magic string, base uint64) {
+	putFileHeaderV(b, magic, base, formatVersion, 0)
+}
+
+// putFileHeaderV writes a file header of a version; end is the relative
+// end offset of a compacted (version 2) segment, 0 in version 1.
+func putFileHeaderV(b []byte, magic string, base uint64, version, end uint32) {
 	copy(b[0:8], magic)
-	binary.LittleEndian.PutUint32(b[8:], formatVersion)
-	binary.LittleEndian.PutUint32(b[12:], 0)
+	binary.LittleEndian.PutUint32(b[8:], version)
+	binary.LittleEndian.PutUint32(b[12:], end)
 	binary.LittleEndian.PutUint64(b[16:], base)
+}
+
+// fileHeader is what a file header says beyond magic and base offset.
+type fileHeader struct {
+	version uint32 // formatVersion or compactedVersion
+	end     uint32 // compactedVersion: next offset - base offset
 }
 
 // checkFileHeader checks a complete file header. It reports torn = true for
 // a header that is missing, short or all zero: a file whose creation was cut
 // short, which holds nothing and can be rewritten.
-func checkFileHeader(b []byte, magic string, base uint64) (torn bool, err error) {
+func checkFileHeader(b []byte, magic string, base uint64) (fh fileHeader, torn bool, err error) {
 	if len(b) < fileHeaderSize || allZero(b[:fileHeaderSize]) {
-		return true, nil
+		return fh, true, nil
 	}
 	if string(b[0:8]) != magic {
-		return false, errNotOurs
+		return fh, false, errNotOurs
 	}
-	if v := binary.LittleEndian.Uint32(b[8:]); v != formatVersion {
-		return false, fmt.Errorf("%w: version %d, this build reads %d", errUnknownVersion, v, formatVersion)
+	fh.version = binary.LittleEndian.Uint32(b[8:])
+	if fh.version != formatVersion && fh.version != compactedVersion {
+		return fh, false, fmt.Errorf("%w: version %d, this build reads %d and %d", errUnknownVersion, fh.version, formatVersion, compactedVersion)
 	}
 	if got := binary.LittleEndian.Uint64(b[16:]); got != base {
-		return false, fmt.Errorf("header says base offset %d, file name says %d", got, base)
+		return fh, false, fmt.Errorf("header says base offset %d, file name says %d", got, base)
 	}
-	return false, nil
+	if fh.version == compactedVersion {
+		fh.end = binary.LittleEndian.Uint32(b[12:])
+	}
+	return fh, false, nil
 }
 
 func allZero(b []byte) bool {
@@ -73,14 +96,18 @@ func (e entry) end() int64 { return e.pos + int64(e.length) }
 // (and appendMu), and readers hold mu for reading; idxLen and idxStale
 // belong to appendMu; the unchecked bits are atomic.
 type segment struct {
-	base    uint64
-	next    uint64 // base + messages
-	size    uint64 // record bytes (file size - header)
-	entries []entry
-	maxTs   uint64 // the largest base_timestamp
-	sorted  bool   // entries' timestamps never decrease
-	log     blob
-	idx     blob
+	base uint64
+	next uint64 // base + messages (+ the gaps of a compacted segment)
+	msgs uint64 // messages stored
+	size uint64 // record bytes (file size - header)
+	// compacted: written by Compact (format version 2), records may leave
+	// gaps between them and next comes from the file header.
+	compacted bool
+	entries   []entry
+	maxTs     uint64 // the largest base_timestamp
+	sorted    bool   // entries' timestamps never decrease
+	log       blob
+	idx       blob
 	// idxLen is the length of the index file written so far; idxStale says
 	// an index write failed and the file must be rewritten from entries.
 	idxLen   int64
@@ -103,8 +130,18 @@ func (s *segment) add(e entry) {
 	}
 	s.maxTs = max(s.maxTs, e.ts)
 	s.entries = append(s.entries, e)
-	s.next = s.base + uint64(e.rel) + uint64(e.count)
+	s.next = max(s.next, s.base+uint64(e.rel)+uint64(e.count))
+	s.msgs += uint64(e.count)
 	s.size += uint64(e.length)
+}
+
+// setEnd gives a compacted segment the end offset its header names (its
+// last messages may have been compacted away).
+func (s *segment) setEnd(fh fileHeader) {
+	if fh.version == compactedVersion {
+		s.compacted = true
+		s.next = max(s.next, s.base+uint64(fh.end))
+	}
 }
 
 // endPos is the file position after the last record.
@@ -113,7 +150,7 @@ func (s *segment) endPos() int64 { return fileHeaderSize + int64(s.size) }
 func (s *segment) info(active bool) SegmentInfo {
 	si := SegmentInfo{
 		BaseOffset: s.base, NextOffset: s.next, SizeBytes: s.size,
-		Messages: s.next - s.base, Active: active,
+		Messages: s.msgs, Active: active, Compacted: s.compacted,
 	}
 	if n := len(s.entries); n > 0 {
 		si.FirstTimestamp, si.LastTimestamp = s.entries[0].ts, s.entries[n-1].ts
@@ -122,7 +159,8 @@ func (s *segment) info(active bool) SegmentInfo {
 }
 
 // find returns the index of the entry holding offset, which must be in
-// [base, next).
+// [base, next), or in a compacted segment the entry before the gap that
+// holds it (-1 if the gap is before the first entry).
 func (s *segment) find(offset uint64) int {
 	rel := uint32(offset - s.base)
 	return sort.Search(len(s.entries), func(i int) bool { return s.entries[i].rel > rel }) - 1

@@ -1,0 +1,6 @@
+//go:build !race
+
+package storage
+
+// raceEnabled says the race detector is on: the big cases shrink.
+const raceEnabled = false
