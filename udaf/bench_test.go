@@ -92,3 +92,37 @@ func BenchmarkAdd(b *testing.B) {
 		reportCalls(b, cpu)
 	})
 }
+
+// BenchmarkAddAll measures AddAll of 100 inputs a call, per input: the
+// count (the call's cost spread) and the top-3.
+func BenchmarkAddAll(b *testing.B) {
+	ctx := context.Background()
+	batch := make([][]byte, 100)
+	for i := range batch {
+		batch[i] = []byte(`{"id":"user-` + strconv.Itoa(i%97) + `","score":` + strconv.Itoa(i*7919%1000) + `}`)
+	}
+	for _, tc := range []struct {
+		name, path string
+		init       []byte
+	}{{"count", udaftest.Faulty(b), []byte("0")}, {"top3", udaftest.Top3(b), []byte{0}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := load(b, tc.path, udaf.Limits{})
+			st := tc.init
+			b.ReportAllocs()
+			cpu := cpuTime()
+			b.ResetTimer()
+			var err error
+			for done := 0; done < b.N; done += len(batch) {
+				if st, err = m.AddAll(ctx, st, batch[:min(len(batch), b.N-done)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(n/b.Elapsed().Seconds(), "inputs/s")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/n, "µs/input")
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/n, "cpu-µs/input")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,7 +1,8 @@
 // Package udaf runs user-defined aggregates (UDAFs) written as
 // WebAssembly modules, for the derive connector's keyed aggregations: a
 // module is loaded once and called to make a group's empty state (Init),
-// add a message's JSON payload to a state (Add), merge two states of one
+// add a message's JSON payload to a state (Add, or AddAll for many in one
+// call), merge two states of one
 // group (Merge) and turn a state into the output value, JSON (Emit).
 // States are opaque bytes the caller keeps, so it can checkpoint them
 // with the input offsets they cover; the module keeps nothing between

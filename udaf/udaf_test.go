@@ -65,7 +65,8 @@ func randomInputs(r *rand.Rand, n int) []entry {
 }
 
 // aggregate folds inputs as the derive connector may: split into random
-// parts, each added to a state of its own from Init, then the parts'
+// parts, each added to a state of its own from Init (by Add or AddAll at
+// random), then the parts'
 // states merged in a random grouping (an empty part merges Init's state).
 func aggregate(ctx context.Context, m *udaf.Module, r *rand.Rand, inputs []entry) ([]byte, error) {
 	var states [][]byte
@@ -75,10 +76,19 @@ func aggregate(ctx context.Context, m *udaf.Module, r *rand.Rand, inputs []entry
 		if err != nil {
 			return nil, err
 		}
-		for _, in := range inputs[:k] {
-			payload, _ := json.Marshal(in)
-			if st, err = m.Add(ctx, st, payload); err != nil {
+		payloads := make([][]byte, k)
+		for i, in := range inputs[:k] {
+			payloads[i], _ = json.Marshal(in)
+		}
+		if r.IntN(2) == 0 { // one call for the part
+			if st, err = m.AddAll(ctx, st, payloads); err != nil {
 				return nil, err
+			}
+		} else {
+			for _, p := range payloads {
+				if st, err = m.Add(ctx, st, p); err != nil {
+					return nil, err
+				}
 			}
 		}
 		inputs = inputs[k:]
@@ -168,8 +178,13 @@ func TestAggregateErrorsKeepTheInstance(t *testing.T) {
 	require.ErrorContains(t, err, "udaf module top3.wasm: udaf_merge: the aggregate returned an error: the state is not a top3 state")
 	_, err = m.Emit(ctx, nil)
 	require.ErrorContains(t, err, "udaf_emit: the aggregate returned an error: the state is not a top3 state")
+	_, err = m.AddAll(ctx, st, [][]byte{[]byte(`{"id":"a","score":2}`), []byte(`{"score":1}`)})
+	require.ErrorContains(t, err, `udaf module top3.wasm: udaf_add_all: the aggregate returned an error: input 1: the input needs`)
 	st, err = m.Add(ctx, st, []byte(`{"id":"a","score":2}`))
 	require.NoError(t, err)
+	same, err := m.AddAll(ctx, st, nil)
+	require.NoError(t, err)
+	require.Equal(t, st, same)
 	out, err := m.Emit(ctx, st)
 	require.NoError(t, err)
 	require.Equal(t, `[{"id":"a","score":2}]`, string(out))

@@ -11,9 +11,13 @@
 //	udaf_add   input: AppendPair(state, payload) result: the new state
 //	udaf_merge input: AppendPair(a, b)           result: the merged state
 //	udaf_emit  input: state                      result: the output, JSON
+//	udaf_add_all input: AppendList(state, payloads) result: the state with
+//	             every payload added in order (one call for many adds)
 //
 // A pair is the first part's length (4 bytes, little-endian), the first
-// part, then the second part to the end. A result is Version (1 byte), a
+// part, then the second part to the end. A list is the state's length
+// (4 bytes, little-endian) and the state, then per payload its length (4
+// bytes, little-endian) and the payload. A result is Version (1 byte), a
 // code (1 byte: OK or Failed), then the body: the bytes on OK, a UTF-8
 // message on Failed. States are opaque to the host, which keeps them.
 package abi
@@ -33,6 +37,8 @@ const (
 	AddExport   = "udaf_add"
 	MergeExport = "udaf_merge"
 	EmitExport  = "udaf_emit"
+	// AddAllExport is udaf_add_all: Add of many inputs in one call.
+	AddAllExport = "udaf_add_all"
 )
 
 // Result codes.
@@ -62,6 +68,42 @@ func SplitPair(p []byte) (a, b []byte, err error) {
 		return nil, nil, fmt.Errorf("a pair's first part of %d bytes in %d bytes", n, len(p)-4)
 	}
 	return p[4 : 4+n], p[4+n:], nil
+}
+
+// AppendList appends the list (state, inputs) to dst.
+func AppendList(dst, state []byte, inputs [][]byte) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(state)))
+	dst = append(dst, state...)
+	for _, in := range inputs {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(in)))
+		dst = append(dst, in...)
+	}
+	return dst
+}
+
+// ListSize is the length of AppendList(nil, state, inputs).
+func ListSize(state []byte, inputs [][]byte) int {
+	n := 4 + len(state)
+	for _, in := range inputs {
+		n += 4 + len(in)
+	}
+	return n
+}
+
+// SplitList splits a list; state and inputs alias p.
+func SplitList(p []byte) (state []byte, inputs [][]byte, err error) {
+	state, rest, err := SplitPair(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := 0; len(rest) > 0; i++ {
+		var in []byte
+		if in, rest, err = SplitPair(rest); err != nil {
+			return nil, nil, fmt.Errorf("the list's input %d: %w", i, err)
+		}
+		inputs = append(inputs, in)
+	}
+	return state, inputs, nil
 }
 
 // AppendResult appends a result with code and body to dst.

@@ -23,6 +23,22 @@ func TestPairRoundTrip(t *testing.T) {
 	require.EqualError(t, err, "a pair's first part of 9 bytes in 1 bytes")
 }
 
+func TestListRoundTrip(t *testing.T) {
+	for _, inputs := range [][][]byte{nil, {{}}, {[]byte("a"), {}, []byte(`{"x":1}`)}} {
+		p := abi.AppendList(nil, []byte("st"), inputs)
+		require.Len(t, p, abi.ListSize([]byte("st"), inputs))
+		st, got, err := abi.SplitList(p)
+		require.NoError(t, err)
+		require.Equal(t, "st", string(st))
+		require.Len(t, got, len(inputs))
+		for i := range inputs {
+			require.Equal(t, string(inputs[i]), string(got[i]))
+		}
+	}
+	_, _, err := abi.SplitList(append(abi.AppendList(nil, nil, [][]byte{[]byte("a")}), 7, 0, 0, 0, 'x'))
+	require.EqualError(t, err, "the list's input 1: a pair's first part of 7 bytes in 1 bytes")
+}
+
 func TestDecodeResult(t *testing.T) {
 	body, err := abi.DecodeResult(abi.AppendResult(nil, abi.OK, []byte("state")))
 	require.NoError(t, err)
@@ -88,6 +104,21 @@ func FuzzSplitPair(f *testing.F) {
 		}
 		if got := abi.AppendPair(nil, a, b); string(got) != string(p) {
 			t.Fatalf("%q split to %q, %q", p, a, b)
+		}
+	})
+}
+
+// FuzzSplitList: a split list appends back to its input.
+func FuzzSplitList(f *testing.F) {
+	f.Add(abi.AppendList(nil, []byte("s"), [][]byte{[]byte("a"), nil}))
+	f.Add([]byte{0, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		st, inputs, err := abi.SplitList(p)
+		if err != nil {
+			return
+		}
+		if got := abi.AppendList(nil, st, inputs); string(got) != string(p) {
+			t.Fatalf("%q split to %q, %q", p, st, inputs)
 		}
 	})
 }

@@ -1,7 +1,8 @@
 // Package guest is the guest side of Ferry's WebAssembly user-defined
 // aggregate ABI (package udaf/abi) for modules written in Go
 // (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared). Importing it
-// exports udaf_init, udaf_add, udaf_merge and udaf_emit, and ferry_alloc
+// exports udaf_init, udaf_add, udaf_add_all (Add of many inputs in one
+// call), udaf_merge and udaf_emit, and ferry_alloc
 // through package transform/wasm/guest, whose Log a module may use too.
 // A module registers its aggregate once:
 //

@@ -4,6 +4,7 @@ package guest
 
 import (
 	"errors"
+	"fmt"
 	"unsafe"
 
 	"github.com/ferryhq/ferry/udaf/abi"
@@ -25,6 +26,22 @@ func udafInit(_ unsafe.Pointer, _ uint32) uint64 {
 //go:wasmexport udaf_add
 func udafAdd(ptr unsafe.Pointer, n uint32) uint64 {
 	return pair(ptr, n, func(a, b []byte) ([]byte, error) { return registered.Add(a, b) })
+}
+
+//go:wasmexport udaf_add_all
+func udafAddAll(ptr unsafe.Pointer, n uint32) uint64 {
+	state, inputs, err := abi.SplitList(input(ptr, n))
+	return result(func() ([]byte, error) {
+		if err != nil {
+			return nil, err
+		}
+		for i, in := range inputs {
+			if state, err = registered.Add(state, in); err != nil {
+				return nil, fmt.Errorf("input %d: %w", i, err)
+			}
+		}
+		return state, nil
+	})
 }
 
 //go:wasmexport udaf_merge
