@@ -18,17 +18,7 @@ import (
 func TestDeclaredEventTypesAreValidatedAtTheEdges(t *testing.T) {
 	e := newEnv(t)
 	e.write("order.json", `{"type":"object","required":["n"],"properties":{"n":{"type":"integer","maximum":15}}}`)
-	e.write("config.toml", `
-[iggy]
-address = "embedded"
-embedded_address = "127.0.0.1:0"
-[state]
-path = "state"
-[connectors]
-config_type = "local"
-config_dir = "connectors"
-[http]
-enabled = false
+	e.write("config.toml", runtimeTOML+`
 [events."order.created"]
 schema_path = "order.json"
 `)

@@ -156,12 +156,9 @@ type env struct {
 	rt      *Runtime
 }
 
-func newEnv(t testing.TB) *env {
-	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), reg: connector.NewRegistry(),
-		sources: map[string]*seqSource{}, sinks: map[string]*collectSink{}}
-	require.NoError(t, os.MkdirAll(filepath.Join(e.dir, "connectors"), 0o755))
-	e.write("config.toml", `
+// runtimeTOML is the test runtime's config.toml: the embedded broker on a
+// free port, state and connectors in the test's directory.
+const runtimeTOML = `
 [iggy]
 address = "embedded"
 embedded_address = "127.0.0.1:0"
@@ -172,7 +169,14 @@ config_type = "local"
 config_dir = "connectors"
 [http]
 enabled = false
-`)
+`
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), reg: connector.NewRegistry(),
+		sources: map[string]*seqSource{}, sinks: map[string]*collectSink{}}
+	require.NoError(t, os.MkdirAll(filepath.Join(e.dir, "connectors"), 0o755))
+	e.write("config.toml", runtimeTOML)
 	require.NoError(t, e.reg.Register(connector.Info{Kind: connector.KindSource, Name: "seq",
 		NewSource: func(c connector.Config) (connector.Source, error) {
 			s, ok := e.sources[c.Key]

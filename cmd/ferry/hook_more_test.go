@@ -21,15 +21,7 @@ func TestHookFromNowOrderingAndLogs(t *testing.T) {
 	work := filepath.Join(dir, "project")
 	require.NoError(t, os.Mkdir(work, 0o755))
 	live := startLiveRuntime(t, dir)
-	hook := func(args ...string) (string, error) {
-		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
-	}
-	mustHook := func(args ...string) string {
-		t.Helper()
-		out, err := hook(args...)
-		require.NoError(t, err, "ferry hook %v", args)
-		return out
-	}
+	hook, mustHook := hookCLI(t, live)
 
 	// The topic holds two messages before the hook exists.
 	mustHook("create", "first", "events", "true") // makes hooks/events
@@ -84,9 +76,7 @@ func TestHookOnABrokerEvent(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "created")
 	live := startLiveRuntime(t, dir)
-	hook := func(args ...string) (string, error) {
-		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
-	}
+	hook, _ := hookCLI(t, live)
 	got, err := hook("create", "on-streams", "--on", "stream.created", `printf '%s\n' {payload} >> `+out)
 	require.NoError(t, err, got)
 	require.Contains(t, got, "on ferry.events/stream.created")

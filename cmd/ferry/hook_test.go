@@ -91,6 +91,21 @@ func (l *liveRuntime) send(t *testing.T, stream, topic string, payloads ...strin
 	require.NoError(t, err)
 }
 
+// hookCLI runs `ferry hook ARGS` against live: hook returns the output
+// and error, mustHook fails the test on an error.
+func hookCLI(t *testing.T, live *liveRuntime) (hook func(args ...string) (string, error), mustHook func(args ...string) string) {
+	hook = func(args ...string) (string, error) {
+		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
+	}
+	mustHook = func(args ...string) string {
+		t.Helper()
+		out, err := hook(args...)
+		require.NoError(t, err, "ferry hook %v", args)
+		return out
+	}
+	return hook, mustHook
+}
+
 // waitFor waits for cond (connectortest.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -110,15 +125,7 @@ func TestHookCommandsOnARunningRuntime(t *testing.T) {
 	work := filepath.Join(dir, "project")
 	require.NoError(t, os.Mkdir(work, 0o755))
 	live := startLiveRuntime(t, dir)
-	hook := func(args ...string) (string, error) {
-		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
-	}
-	mustHook := func(args ...string) string {
-		t.Helper()
-		out, err := hook(args...)
-		require.NoError(t, err, "ferry hook %v", args)
-		return out
-	}
+	hook, mustHook := hookCLI(t, live)
 
 	// As a user types it: cd somewhere, then a command with {payload}.
 	out := mustHook("create", "my-first-hook", "my-topic", "cd "+work+"; printf '%s\\n' {payload} >> received")
@@ -213,6 +220,7 @@ func TestHookCommandsOnARunningRuntime(t *testing.T) {
 	// Restart the runtime: the deleted hook stays gone, the other comes back.
 	live.stop()
 	live = startLiveRuntime(t, dir)
+	hook, mustHook = hookCLI(t, live)
 	out = mustHook("list")
 	require.NotContains(t, out, "my-first-hook")
 	require.Regexp(t, `second\s+(running|starting)`, out)

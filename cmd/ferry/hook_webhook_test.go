@@ -83,9 +83,7 @@ func TestHookWebhookDeliversSignedRequests(t *testing.T) {
 
 	dir := t.TempDir()
 	live := startLiveRuntime(t, dir)
-	hook := func(args ...string) (string, error) {
-		return ferry(t, "", append(append([]string{"hook"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
-	}
+	hook, _ := hookCLI(t, live)
 	_, err := hook("create", "placeholder", "orders", "true") // makes hooks/orders
 	require.NoError(t, err)
 	live.send(t, "hooks", "orders", `{"before":true}`)
