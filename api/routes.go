@@ -19,8 +19,9 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
 	})
 	mux.Handle("GET /stats", s.handle(s.getStats))
-	mux.Handle("GET /events", s.handle(s.getEvents))          // Ferry extension (api/events.go)
-	mux.Handle("GET /asyncapi.yaml", s.handle(s.getAsyncAPI)) // Ferry extension (api/events.go)
+	mux.Handle("GET /events", s.handle(s.getEvents))           // Ferry extension (api/events.go)
+	mux.Handle("GET /asyncapi.yaml", s.handle(s.getAsyncAPI))  // Ferry extension (api/events.go)
+	mux.Handle("GET /views/{name}/{key}", s.handle(s.getView)) // Ferry extension (api/views.go)
 	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
 		base := "/" + string(kind) + "s"
 		k := kind

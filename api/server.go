@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,9 @@ type Runtime interface {
 	// Activity is what a running connector reports of its recent work;
 	// runtime.ErrNoActivity when it reports none.
 	Activity(kind connector.Kind, key string) (any, error)
+	// View answers a point lookup from a running sink's keyed state
+	// (GET /views/{name}/{key}); runtime.ErrNoView, runtime.ErrNoKey.
+	View(sink, key string) (json.RawMessage, error)
 	// Restart stops one connector, reloads its active configuration and
 	// starts it again.
 	Restart(ctx context.Context, kind connector.Kind, key string) error

@@ -61,6 +61,8 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 	}
 	m.setActivity(r.sink)
 	defer m.setActivity(nil)
+	m.setViewer(r.sink)
+	defer m.setViewer(nil)
 	for _, cs := range cfg.Consumers {
 		if err := r.checkLanes(cs); err != nil {
 			return terminal(fmt.Errorf("%s: %w", cfg.File, err))

@@ -81,6 +81,7 @@ type managed struct {
 	done      chan struct{}              // closed when the supervisor returns
 	lanes     map[*member]*laneSet       // a sink's streams delivered in lanes (sink_lanes.go)
 	activity  connector.ActivityReporter // the running instance's, if it reports (activity.go)
+	viewer    connector.Viewer           // the running sink's, if it answers lookups (views.go)
 }
 
 // Info is a connector as the management API shows it.
