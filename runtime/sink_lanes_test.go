@@ -96,7 +96,7 @@ func (s *keyedSink) setFailing(k string) {
 // fillKeys starts a runtime with no connectors, creates s/t and sends
 // n messages for each of keys keys, interleaved, each with its key in
 // the key header, then stops the runtime (the broker's data stays).
-func fillKeys(t *testing.T, e *env, keys, n int) {
+func fillKeys(t testing.TB, e *env, keys, n int) {
 	t.Helper()
 	rt := e.start()
 	ctx := context.Background()

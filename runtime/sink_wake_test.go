@@ -127,3 +127,38 @@ func BenchmarkSelfConsumptionLatency(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIdleSinks measures what five sinks on an empty topic cost the
+// whole process (broker included) over a second of idling, in percent of
+// one core, with the append wake (an empty round sleeps until the next
+// append, or WakeFallback) and without it (a poll every poll_interval,
+// 5ms by default).
+//
+//	go test -run '^$' -bench IdleSinks -benchtime 3x ./runtime/
+func BenchmarkIdleSinks(b *testing.B) {
+	for _, wake := range []bool{true, false} {
+		b.Run(fmt.Sprintf("wake=%v", wake), func(b *testing.B) {
+			appendWake = wake
+			defer func() { appendWake = true }()
+			e := newEnv(b)
+			fillKeys(b, e, 1, 1)
+			sink := &keyedSink{got: map[string][]int{}}
+			e.registerKeyedSink(sink)
+			for i := range 5 {
+				e.connector(fmt.Sprintf("idle%d", i), fmt.Sprintf("type = \"sink\"\nkey = \"idle%d\"\npath = \"keyed\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\n", i))
+			}
+			e.start()
+			for len(sink.snapshot()["k000"]) < 5 { // each read the one message: now idle
+				time.Sleep(10 * time.Millisecond)
+			}
+			var idle time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				cpu := cpuTime()
+				time.Sleep(time.Second)
+				idle += cpuTime() - cpu
+			}
+			b.ReportMetric(100*idle.Seconds()/float64(b.N), "%core")
+		})
+	}
+}
