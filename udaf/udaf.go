@@ -41,7 +41,9 @@ type Limits struct {
 }
 
 // Module is a loaded aggregate. It is safe for concurrent use: each call
-// runs in an instance of a pool, one call per instance at a time.
+// runs in an instance of a pool, one call per instance at a time. The
+// bytes its methods return are the caller's (copied out of the module's
+// memory), and those it is given are not kept.
 type Module struct {
 	name string
 	w    *wasm.Module
