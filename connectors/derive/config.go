@@ -49,20 +49,20 @@ var Spec = connector.NewSpec(
 
 // settings is a checked configuration.
 type settings struct {
-	key                    string
-	toStream, toTopic      string
-	groupBy                string // "" for the message key
-	aggs                   []aggSpec
-	window, hop, lateness  time.Duration
-	eventTime              string
-	filter                 *filter
-	filterText             string
-	deadLetterLate         bool
-	retract                bool
-	udaf                   string
-	address, user, pass    string
-	token                  string
-	stateDir               string
+	key                   string
+	toStream, toTopic     string
+	groupBy               string // "" for the message key
+	aggs                  []aggSpec
+	window, hop, lateness time.Duration
+	eventTime             string
+	filter                *filter
+	filterText            string
+	deadLetterLate        bool
+	retract               bool
+	udaf                  string
+	address, user, pass   string
+	token                 string
+	stateDir              string
 }
 
 // stateDirWhat is how the runtime names its state directory in

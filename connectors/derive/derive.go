@@ -373,7 +373,7 @@ func (d *Sink) eventTime(m *connector.Message, doc any) (int64, error) {
 	v, ok := lookup(doc, d.s.eventTime)
 	switch x := v.(type) {
 	case float64:
-		if x >= 0 && x < 1e15 {
+		if x > -1e15 && x < 1e15 {
 			return int64(x), nil
 		}
 	case string:
