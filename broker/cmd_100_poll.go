@@ -106,7 +106,7 @@ func handlePoll(b *Broker, r *request) reply {
 	binary.LittleEndian.PutUint32(body[12:], n)
 	if n > 0 {
 		p.topic.traffic.out(n, len(body)-16)
-		last := first + uint64(n) - 1
+		last := servedEnd(body[16:], first) - 1 // not first+n-1: a compacted range has gaps
 		if g != nil {
 			if prev, ok := g.polled[p.id]; !ok || prev < last {
 				g.polled[p.id] = last
@@ -169,9 +169,25 @@ func readMessages(p *partition, start uint64, count uint32) ([]byte, error) {
 			break
 		}
 		got += n
-		next = firstServed(body[at:], next) + uint64(n)
+		next = servedEnd(body[at:], next)
 	}
 	return body, nil
+}
+
+// servedEnd is the offset after the last message of records read from
+// start. The records may leave gaps between them (a compacted topic), so
+// it is the last record's end, not start plus the message count.
+func servedEnd(records []byte, start uint64) uint64 {
+	end := start
+	for len(records) >= wire.BatchHeaderSize {
+		h, err := wire.DecodeBatchHeader(records)
+		if err != nil || h.Length < wire.BatchHeaderSize || h.Length > uint64(len(records)) {
+			break
+		}
+		end = max(h.BaseOffset, start) + uint64(h.Count)
+		records = records[h.Length:]
+	}
+	return end
 }
 
 // firstServed is the offset of the first message of records read from

@@ -116,6 +116,14 @@ type Config struct {
 	// RetentionInterval is the period of the sweep that applies
 	// message_expiry and max_topic_size. Default 10s.
 	RetentionInterval time.Duration
+	// CompactionInterval is the period of the compaction pass over the
+	// compacted topics (the topic option ferry.compact; compact.go).
+	// Default 1m.
+	CompactionInterval time.Duration
+	// CompactTombstoneRetention is how long a compacted topic keeps a
+	// deletion marker after it was appended, unless the topic sets
+	// ferry.compact_tombstone_retention. Default 24h.
+	CompactTombstoneRetention time.Duration
 	// Logger receives the broker's logs. Default: discard.
 	Logger *slog.Logger
 
@@ -179,6 +187,12 @@ func (c Config) withDefaults() Config {
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = 10 * time.Second
 	}
+	if c.CompactionInterval == 0 {
+		c.CompactionInterval = time.Minute
+	}
+	if c.CompactTombstoneRetention == 0 {
+		c.CompactTombstoneRetention = 24 * time.Hour
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -200,7 +214,8 @@ func (c Config) validate() error {
 	for name, d := range map[string]time.Duration{
 		"fsync interval": c.FsyncInterval, "heartbeat interval": c.HeartbeatInterval,
 		"rebalancing timeout": c.RebalancingTimeout, "retention interval": c.RetentionInterval,
-		"login timeout": c.LoginTimeout,
+		"login timeout": c.LoginTimeout, "compaction interval": c.CompactionInterval,
+		"compact tombstone retention": c.CompactTombstoneRetention,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", name, d))

@@ -82,6 +82,24 @@ func (e *eventPub) segmentsDeleted(p *partition, gone []storage.SegmentInfo, rea
 	}})
 }
 
+// segmentCompacted publishes segment.compacted for one segment of p that
+// compaction rewrote.
+func (e *eventPub) segmentCompacted(p *partition, cs storage.CompactedSegment) {
+	if e == nil || e.isSystem(p.topic.stream) || cs.NextOffset == 0 {
+		return
+	}
+	t := p.topic
+	d := sysevents.SegmentCompactedData{StreamID: t.stream.id, TopicID: t.id, Partition: p.id,
+		FirstOffset: cs.BaseOffset, LastOffset: cs.NextOffset - 1,
+		MessagesBefore: cs.MessagesBefore, MessagesAfter: cs.MessagesAfter,
+		BytesBefore: cs.BytesBefore, BytesAfter: cs.BytesAfter, TombstonesRemoved: cs.TombstonesRemoved}
+	key := fmt.Sprintf("compacted %d/%d/%d-%d/%d", t.uid, p.id, d.FirstOffset, d.LastOffset, d.MessagesAfter)
+	e.emit(pendingEvent{typ: sysevents.SegmentCompacted, key: key, build: func() (string, any) {
+		d.Stream, d.Topic = t.stream.name, t.name
+		return topicSubject(d.Stream, d.Topic) + "/partitions/" + strconv.FormatUint(uint64(d.Partition), 10), d
+	}})
+}
+
 // groupEvent publishes a group.* event about g (and m, when one member
 // caused it). Caller holds g.mu; Broker.mu need not be held.
 func (e *eventPub) groupEvent(typ sysevents.Type, g *group, m *member, reason string) {

@@ -181,9 +181,9 @@ func TestEventsEveryBrokerType(t *testing.T) {
 			require.NotEmpty(t, ev.Subject)
 		})
 	}
-	// segment.deleted has a test of its own; the catalog's broker types
+	// segment.deleted and segment.compacted have tests of their own; the catalog's broker types
 	// are all covered.
-	covered := map[sysevents.Type]bool{sysevents.SegmentDeleted: true}
+	covered := map[sysevents.Type]bool{sysevents.SegmentDeleted: true, sysevents.SegmentCompacted: true} // compact_test.go
 	for _, tc := range cases {
 		covered[tc.typ] = true
 	}

@@ -68,6 +68,9 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		descClients, descConns, descMsgsIn, descBytesIn, descMsgsOut, descBytesOut, descPartBytes, descPartMsgs} {
 		ch <- d
 	}
+	for _, d := range compactDescs {
+		ch <- d
+	}
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
@@ -86,6 +89,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descBytesIn, t.traffic.bytesIn.Load(), s.name, t.name)
 			counter(descMsgsOut, t.traffic.msgsOut.Load(), s.name, t.name)
 			counter(descBytesOut, t.traffic.bytesOut.Load(), s.name, t.name)
+			compactionMetrics(ch, c.b, t)
 			for _, p := range t.parts {
 				parts++
 				st := p.stats()

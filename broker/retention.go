@@ -22,15 +22,22 @@ import (
 	"github.com/ferryhq/ferry/sysevents"
 )
 
+// retentionLoop also runs compaction (compact.go), after retention when
+// both are due, so compaction never rewrites a segment retention drops.
 func (b *Broker) retentionLoop() {
 	t := time.NewTicker(b.cfg.RetentionInterval)
 	defer t.Stop()
+	c := time.NewTicker(b.cfg.CompactionInterval)
+	defer c.Stop()
+	defer compactRegistry.Delete(b)
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case now := <-t.C:
 			b.sweep(now)
+		case now := <-c.C:
+			b.compactAll(now)
 		}
 	}
 }

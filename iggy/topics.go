@@ -60,6 +60,22 @@ func TopicEnforceFsync(on bool) TopicOption {
 	return TopicOption{wire.TopicOption(wire.OptEnforceFsync, BoolValue(on))}
 }
 
+// TopicCompact makes a topic compacted (a Ferry broker's extension,
+// wire.OptCompact): its sealed segments keep only the latest message per
+// key (the KeyHeader), deletion markers (DeletedHeader) for
+// TopicCompactTombstoneRetention, and messages without a key. An upstream
+// server refuses the option.
+func TopicCompact(on bool) TopicOption {
+	return TopicOption{wire.TopicOption(wire.OptCompact, BoolValue(on))}
+}
+
+// TopicCompactTombstoneRetention sets how long a compacted topic keeps a
+// deletion marker after it was appended (wire.OptCompactTombstoneRetention);
+// 0 leaves it to the broker's default.
+func TopicCompactTombstoneRetention(d time.Duration) TopicOption {
+	return TopicOption{wire.TopicOption(wire.OptCompactTombstoneRetention, Uint64Value(uint64(max(d.Microseconds(), 0))))}
+}
+
 // TopicRawOption sets any option by key, for keys this package has no
 // helper for (e.g. "messages_required_to_save" as Uint32Value(7)).
 func TopicRawOption(key string, v Value) TopicOption {

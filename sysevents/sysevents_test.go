@@ -15,7 +15,7 @@ import (
 func TestCatalogIsClosedAndDocumented(t *testing.T) {
 	t.Parallel()
 	types := sysevents.Types()
-	require.Len(t, types, 18)
+	require.Len(t, types, 19)
 	seen := map[sysevents.Type]bool{}
 	for _, ti := range types {
 		require.False(t, seen[ti.Type], "%s listed twice", ti.Type)
@@ -28,7 +28,7 @@ func TestCatalogIsClosedAndDocumented(t *testing.T) {
 	}
 	require.Equal(t, []sysevents.Type{sysevents.ConnectorStatusChanged, sysevents.MessageDeadLettered},
 		sysevents.TypesOf(sysevents.OriginRuntime))
-	require.Len(t, sysevents.TypesOf(sysevents.OriginBroker), 16)
+	require.Len(t, sysevents.TypesOf(sysevents.OriginBroker), 17)
 }
 
 func TestTriggerFor(t *testing.T) {

@@ -43,6 +43,10 @@ const (
 	// one or more of a partition's oldest segments. Data: SegmentData,
 	// with the range of offsets deleted.
 	SegmentDeleted Type = "segment.deleted"
+	// SegmentCompacted: compaction rewrote a sealed segment of a compacted
+	// topic, keeping the latest message per key. Data:
+	// SegmentCompactedData.
+	SegmentCompacted Type = "segment.compacted"
 
 	// GroupJoined: a client joined a consumer group. Data: GroupData.
 	GroupJoined Type = "group.joined"
@@ -107,6 +111,7 @@ var catalog = []TypeInfo{
 	{TopicPurged, OriginBroker, "every partition of a topic was emptied"},
 	{TopicDeleted, OriginBroker, "a topic was deleted"},
 	{SegmentDeleted, OriginBroker, "retention deleted a partition's oldest segments (with the offset range)"},
+	{SegmentCompacted, OriginBroker, "compaction rewrote a segment of a compacted topic, keeping the latest message per key"},
 	{GroupJoined, OriginBroker, "a client joined a consumer group"},
 	{GroupLeft, OriginBroker, "a member left a consumer group (asked, logged out, disconnected, evicted)"},
 	{GroupRebalanced, OriginBroker, "a consumer group's partition assignment changed"},
@@ -201,4 +206,22 @@ func TriggerFor(name string) (Trigger, error) {
 		return Trigger{}, err
 	}
 	return Trigger{Type: t, Stream: Stream, Topic: t.Topic(), Origin: byName[t].Origin}, nil
+}
+
+// SegmentCompactedData is the data of segment.compacted: one segment that
+// compaction rewrote. Its offsets stay; the ones removed become gaps.
+type SegmentCompactedData struct {
+	StreamID  uint32 `json:"stream_id"`
+	Stream    string `json:"stream"`
+	TopicID   uint32 `json:"topic_id"`
+	Topic     string `json:"topic"`
+	Partition uint32 `json:"partition"`
+	// FirstOffset and LastOffset bound the segment's offsets (inclusive).
+	FirstOffset       uint64 `json:"first_offset"`
+	LastOffset        uint64 `json:"last_offset"`
+	MessagesBefore    uint64 `json:"messages_before"`
+	MessagesAfter     uint64 `json:"messages_after"`
+	BytesBefore       uint64 `json:"bytes_before"`
+	BytesAfter        uint64 `json:"bytes_after"`
+	TombstonesRemoved uint64 `json:"tombstones_removed"`
 }

@@ -21,6 +21,15 @@ const (
 	OptMessagesRequiredToSave       = "messages_required_to_save"
 	OptSizeOfMessagesRequiredToSave = "size_of_messages_required_to_save"
 	OptPreallocateSegments          = "preallocate_segments"
+
+	// Ferry's extensions: compacted topics (a Ferry broker only). They
+	// are not in TopicOptionCatalog and appear in a topic's options only
+	// when set, so upstream clients never meet them unless they set them.
+	OptCompact = "ferry.compact"
+	// OptCompactTombstoneRetention is how long a deletion marker is kept
+	// after it was appended, in µs (or a duration string); 0 = the
+	// broker's default.
+	OptCompactTombstoneRetention = "ferry.compact_tombstone_retention"
 )
 
 // Limits of an options block.
@@ -163,6 +172,12 @@ type TopicOptions struct {
 	MessagesRequiredToSave       uint32
 	SizeOfMessagesRequiredToSave uint64
 	PreallocateSegments          bool
+	// Compact (OptCompact) makes the topic compacted: sealed segments keep
+	// the latest message per key.
+	Compact bool `json:",omitempty"`
+	// CompactTombstoneRetention (OptCompactTombstoneRetention), µs; 0 =
+	// the broker's default.
+	CompactTombstoneRetention uint64 `json:",omitempty"`
 	// Explicit lists the keys the creator set (non-default), in key order.
 	Explicit []string
 }
@@ -220,6 +235,25 @@ func ResolveTopicOptions(base TopicOptions, entries []Entry, partitions uint32, 
 // apply sets one option and reports whether it stays explicit (false for
 // zero sentinels that mean "default").
 func (o *TopicOptions) apply(key string, v Value, update bool) (bool, error) {
+	switch key {
+	case OptCompact:
+		b, err := boolValue(key, v)
+		if err != nil {
+			return false, err
+		}
+		o.Compact = b
+		return b, nil
+	case OptCompactTombstoneRetention:
+		n, err := u64Value(key, v, units.ParseExpiry)
+		if err != nil {
+			return false, err
+		}
+		if n == Unlimited {
+			return false, optErr(key, "deletion markers cannot be kept forever on a compacted topic")
+		}
+		o.CompactTombstoneRetention = n
+		return n != 0, nil
+	}
 	if update && key != OptCompression && key != OptMessageExpiry && key != OptMaxTopicSize {
 		return false, fmt.Errorf("%w: %s cannot be updated", ErrUnsupportedOptionKey, key)
 	}
@@ -373,6 +407,10 @@ func (o *TopicOptions) value(key string) Value {
 		return Uint64Value(o.SizeOfMessagesRequiredToSave)
 	case OptPreallocateSegments:
 		return BoolValue(o.PreallocateSegments)
+	case OptCompact:
+		return BoolValue(o.Compact)
+	case OptCompactTombstoneRetention:
+		return Uint64Value(o.CompactTombstoneRetention)
 	}
 	return Value{}
 }
@@ -387,6 +425,11 @@ func (o *TopicOptions) Blocks() (explicit, derived []Entry) {
 	keys := make([]string, 0, len(TopicOptionCatalog))
 	for _, c := range TopicOptionCatalog {
 		keys = append(keys, c.Key)
+	}
+	for _, k := range []string{OptCompact, OptCompactTombstoneRetention} {
+		if isExplicit[k] {
+			keys = append(keys, k) // extensions: only when set
+		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
