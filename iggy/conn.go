@@ -225,11 +225,18 @@ func (c *conn) exchange(ctx context.Context, cmd wire.Command, request uint64) (
 	if _, err := c.nc.Write(c.wbuf); err != nil {
 		return nil, 0, c.fail(c.ioError(ctx, cmd, err))
 	}
-	buf := c.rbuf
+	var frame []byte
+	var err error
 	if c.ownReply {
-		buf = make([]byte, wire.HeaderSize) // ReadFrame grows it to the frame's size
+		// A buffer of the frame's size, which the reply keeps; the header
+		// is read into the reusable buffer meanwhile.
+		if cap(c.rbuf) < wire.HeaderSize {
+			c.rbuf = make([]byte, 0, 4096)
+		}
+		frame, err = wire.ReadFrameFresh(c.rd, c.rbuf, c.cfg.maxFrameSize)
+	} else {
+		frame, err = wire.ReadFrameSized(c.rd, c.rbuf, c.cfg.maxFrameSize)
 	}
-	frame, err := wire.ReadFrame(c.rd, buf, c.cfg.maxFrameSize)
 	if err != nil {
 		return nil, 0, c.fail(c.ioError(ctx, cmd, err))
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"io"
 	"reflect"
 	"testing"
 )
@@ -25,6 +26,12 @@ func FuzzReadFrame(f *testing.F) {
 	seedFrames(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		frame, err := ReadFrame(bytes.NewReader(b), nil, 1<<20)
+		for name, read := range map[string]func(io.Reader, []byte, int) ([]byte, error){"sized": ReadFrameSized, "fresh": ReadFrameFresh} {
+			other, oerr := read(bytes.NewReader(b), nil, 1<<20)
+			if (err == nil) != (oerr == nil) || !bytes.Equal(frame, other) {
+				t.Fatalf("ReadFrame %q, %v; %s %q, %v", frame, err, name, other, oerr)
+			}
+		}
 		if err != nil {
 			return
 		}

@@ -335,8 +335,36 @@ var (
 //
 // The buffer grows with the bytes that actually arrive (doubling from
 // readChunk, never past the declared size), so a peer that declares a large
-// frame and sends little costs little memory.
+// frame and sends little costs little memory. A server reads its clients
+// so; a client reads its server with ReadFrameSized.
 func ReadFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	return readFrame(r, buf, limit, frameGrow)
+}
+
+// ReadFrameSized is ReadFrame for a peer trusted with memory up to limit
+// (a client reading the server it chose): a buffer too small for the
+// declared size is replaced at once by one of exactly that size, so a
+// large reply is read with one allocation and no copy.
+func ReadFrameSized(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	return readFrame(r, buf, limit, frameSized)
+}
+
+// ReadFrameFresh is ReadFrameSized into a new buffer of exactly the
+// frame's size, which the caller may keep (a poll reply whose messages
+// alias it); scratch, of at least HeaderSize bytes, holds the header
+// meanwhile and is not referenced by the result.
+func ReadFrameFresh(r io.Reader, scratch []byte, limit int) ([]byte, error) {
+	return readFrame(r, scratch, limit, frameFresh)
+}
+
+// How readFrame sizes its buffer.
+const (
+	frameGrow  = iota // grow with the bytes that arrive (untrusted peer)
+	frameSized        // buf if it is large enough, else exactly the size
+	frameFresh        // always a new buffer of exactly the size
+)
+
+func readFrame(r io.Reader, buf []byte, limit int, mode int) ([]byte, error) {
 	if limit <= 0 {
 		limit = MaxFrameSize
 	}
@@ -355,6 +383,11 @@ func ReadFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: size field %d, limit %d", ErrFrameTooLarge, size, limit)
 	case Kind(buf) > maxFrameKind:
 		return nil, fmt.Errorf("%w: frame kind %d", ErrMalformed, Kind(buf))
+	}
+	if mode == frameFresh || (mode == frameSized && cap(buf) < size) {
+		exact := make([]byte, HeaderSize, size)
+		copy(exact, buf)
+		buf = exact
 	}
 	for len(buf) < size {
 		if len(buf) == cap(buf) {
