@@ -94,16 +94,17 @@ func (l serveListener) tlsConfig() (*tls.Config, error) {
 
 func newServeCmd() *cobra.Command {
 	var (
-		addr, dataDir, fsync        string
-		tlsCert, tlsKey, metrics    string
-		fsyncInterval, loginTimeout time.Duration
-		maxConns, maxUnauthConns    int
-		jsonLogs, verbose           bool
-		dedupEntries                int
-		dedupExpiry                 time.Duration
-		events                      bool
-		eventsMaxSize               string
-		eventsExpiry                time.Duration
+		addr, dataDir, fsync                   string
+		tlsCert, tlsKey, metrics               string
+		fsyncInterval, loginTimeout            time.Duration
+		maxConns, maxUnauthConns               int
+		jsonLogs, verbose                      bool
+		dedupEntries                           int
+		dedupExpiry                            time.Duration
+		events                                 bool
+		eventsMaxSize                          string
+		eventsExpiry                           time.Duration
+		compactionInterval, tombstoneRetention time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -164,18 +165,20 @@ for each event: ` + "`ferry hook create NAME segment.deleted CMD --stream ferry.
 				return usageError{fmt.Errorf("--events-max-size: %w", err)}
 			}
 			b, err := broker.Start(cmd.Context(), broker.Config{
-				Addr:           l.addr,
-				TLS:            tlsCfg,
-				MetricsAddr:    metrics,
-				DataDir:        dataDir,
-				Fsync:          policy,
-				FsyncInterval:  fsyncInterval,
-				LoginTimeout:   loginTimeout,
-				MaxConns:       maxConns,
-				MaxUnauthConns: maxUnauthConns,
-				Dedup:          dedup,
-				Events:         broker.Events{Enabled: events, MaxTopicSize: maxSize, MessageExpiry: eventsExpiry},
-				Logger:         log,
+				Addr:                      l.addr,
+				TLS:                       tlsCfg,
+				MetricsAddr:               metrics,
+				DataDir:                   dataDir,
+				Fsync:                     policy,
+				FsyncInterval:             fsyncInterval,
+				LoginTimeout:              loginTimeout,
+				MaxConns:                  maxConns,
+				MaxUnauthConns:            maxUnauthConns,
+				Dedup:                     dedup,
+				Events:                    broker.Events{Enabled: events, MaxTopicSize: maxSize, MessageExpiry: eventsExpiry},
+				CompactionInterval:        compactionInterval,
+				CompactTombstoneRetention: tombstoneRetention,
+				Logger:                    log,
 			})
 			if err != nil {
 				return err
@@ -213,6 +216,9 @@ for each event: ` + "`ferry hook create NAME segment.deleted CMD --stream ferry.
 	f.BoolVar(&events, "events", true, "publish the broker's events to the stream "+sysevents.Stream+" (one topic per event type)")
 	f.StringVar(&eventsMaxSize, "events-max-size", "8MiB", "max_topic_size of each "+sysevents.Stream+" topic (at least 1MiB)")
 	f.DurationVar(&eventsExpiry, "events-expiry", sysevents.DefaultMessageExpiry, "message_expiry of each "+sysevents.Stream+" topic")
+	f.DurationVar(&compactionInterval, "compaction-interval", time.Minute, "period of the compaction pass over compacted topics (ferry topic create --compact)")
+	f.DurationVar(&tombstoneRetention, "compact-tombstone-retention", 24*time.Hour,
+		"how long a compacted topic keeps a deletion marker, unless the topic sets its own")
 	f.BoolVar(&jsonLogs, "log-json", false, "log as JSON instead of text")
 	f.BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	return cmd

@@ -19,7 +19,9 @@ func newTopicCmd() *cobra.Command {
 	c := &conn{}
 	cmd := &cobra.Command{Use: "topic", Short: "Create, list, inspect and delete topics (STREAM and TOPIC are ids or names)"}
 	c.flags(cmd)
-	var maxSize string
+	var maxSize, tombstones string
+	var compact bool
+	var update *cobra.Command
 	create := &cobra.Command{
 		Use:   "create STREAM TOPIC PARTITIONS COMPRESSION [EXPIRY...]",
 		Short: "Create a topic",
@@ -37,6 +39,9 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 			if err != nil {
 				return err
 			}
+			if opts, err = compactOptions(opts, compact, tombstones, false); err != nil {
+				return err
+			}
 			t, err := cl.CreateTopic(ctx, iggy.ParseID(args[0]), args[1], uint32(partitions), opts...)
 			if err != nil {
 				return err
@@ -49,14 +54,21 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 		}),
 	}
 	create.Flags().StringVarP(&maxSize, "max-topic-size", "m", "", `size limit, e.g. "10GB" (default unlimited)`)
+	create.Flags().BoolVar(&compact, "compact", false,
+		`a compacted topic (a Ferry broker's extension): sealed segments keep the latest message per key (the "key" header), deletion markers ("deleted" = true) for --compact-tombstone-retention, and messages without a key`)
+	create.Flags().StringVar(&tombstones, "compact-tombstone-retention", "",
+		`how long a compacted topic keeps a deletion marker, e.g. 1d (default: the broker's, 24h for ferry serve)`)
 
-	update := &cobra.Command{
+	update = &cobra.Command{
 		Use:   "update STREAM TOPIC NAME COMPRESSION [EXPIRY...]",
 		Short: "Rename a topic and change its compression, expiry and size limit",
 		Args:  cobra.MinimumNArgs(4),
 		RunE: c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
 			opts, err := topicOptions(args[3], strings.Join(args[4:], " "), maxSize)
 			if err != nil {
+				return err
+			}
+			if opts, err = compactOptions(opts, compact, tombstones, update.Flags().Changed("compact")); err != nil {
 				return err
 			}
 			if err := cl.UpdateTopic(ctx, iggy.ParseID(args[0]), iggy.ParseID(args[1]), args[2], opts...); err != nil {
@@ -66,6 +78,8 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 		}),
 	}
 	update.Flags().StringVarP(&maxSize, "max-topic-size", "m", "", `size limit, e.g. "10GB" (default unlimited)`)
+	update.Flags().BoolVar(&compact, "compact", false, "turn compaction on (--compact) or off (--compact=false); unchanged when not given")
+	update.Flags().StringVar(&tombstones, "compact-tombstone-retention", "", "how long a compacted topic keeps a deletion marker, e.g. 1d")
 
 	sub := func(use, short string, n int, fn action) *cobra.Command {
 		return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(n), RunE: c.run(fn)}
@@ -128,6 +142,22 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 	return cmd
 }
 
+// compactOptions adds the compaction options: --compact when on (or,
+// for an update, when given), --compact-tombstone-retention when given.
+func compactOptions(opts []iggy.TopicOption, compact bool, tombstones string, changed bool) ([]iggy.TopicOption, error) {
+	if compact || changed {
+		opts = append(opts, iggy.TopicCompact(compact))
+	}
+	if tombstones != "" {
+		us, err := units.ParseExpiry(tombstones)
+		if err != nil || us == wire.Unlimited {
+			return nil, usageError{fmt.Errorf("--compact-tombstone-retention %q: want a duration such as 1d or \"2h 30m\"", tombstones)}
+		}
+		opts = append(opts, iggy.TopicRawOption(wire.OptCompactTombstoneRetention, wire.Uint64Value(us)))
+	}
+	return opts, nil
+}
+
 // topicOptions turns the CLI's compression, expiry and size arguments into
 // topic options, with errors that say what is accepted.
 func topicOptions(compression, expiry, maxSize string) ([]iggy.TopicOption, error) {
@@ -177,10 +207,14 @@ func sizeString(n uint64) string {
 }
 
 func topicJSON(t iggy.TopicHeader) map[string]any {
-	return map[string]any{"id": t.ID, "name": t.Name, "partitions_count": t.PartitionsCount,
+	m := map[string]any{"id": t.ID, "name": t.Name, "partitions_count": t.PartitionsCount,
 		"compression": wire.CompressionName(t.Compression), "message_expiry": expiryString(t.MessageExpiry),
 		"max_topic_size": sizeString(t.MaxTopicSize), "messages_count": t.MessagesCount,
 		"size_bytes": t.SizeBytes, "created_at": timeUS(t.CreatedAt)}
+	if v, ok := wire.Lookup(t.Explicit, wire.OptCompact); ok && v.Bool() {
+		m["compact"] = true // only on a compacted topic: other output unchanged
+	}
+	return m
 }
 
 func topicTable(out io.Writer, topics []iggy.TopicHeader) error {
