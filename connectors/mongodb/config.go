@@ -47,7 +47,13 @@ var SinkSpec = connector.NewSpec(
 	connector.NewDurationField("retry_delay").WithDefault(time.Second).WithDoc("wait after the first failed attempt, growing by itself each attempt"),
 	connector.NewSizeField("max_document_size").AtLeast(1).WithDefault(int64(16<<20)).
 		WithDoc("Ferry: documents larger are refused before sending (the server's own maxBsonObjectSize applies when smaller)"),
-)
+	connector.NewEnumField("id_from", "message", "key").WithDefault("message").
+		WithDoc(`Ferry: the _id: "message" (upstream's stream:topic:partition:id, one document per message) or "key" (the message key, docs/keys.md: one document per key, replaced by a newer offset, deleted by a deletion marker)`),
+).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+	if s.String("id_from") == "key" && !s.Bool("include_metadata") {
+		fail("id_from", `"key" needs include_metadata = true: iggy_offset decides which message of a key is the latest`)
+	}
+})
 
 // SourceSpec is the source's plugin_config (Ferry's; upstream has no
 // MongoDB source).

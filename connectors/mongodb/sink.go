@@ -43,6 +43,7 @@ type Sink struct {
 	maxRetries             int
 	retryDelay             time.Duration
 	maxDoc                 int64
+	idFromKey              bool // id_from = "key" (sink_key.go)
 	log                    *slog.Logger
 	mu                     sync.Mutex // guards client and coll against Close
 	client                 *mongo.Client
@@ -68,6 +69,7 @@ func NewSink(cfg connector.Config) (connector.Sink, error) {
 		origin: set.Bool("include_origin_timestamp"), format: set.String("payload_format"),
 		verbose: set.Bool("verbose_logging") || cfg.Verbose, maxRetries: set.Int("max_retries"),
 		retryDelay: set.Duration("retry_delay"), maxDoc: set.Size("max_document_size"), log: log,
+		idFromKey: set.String("id_from") == "key",
 	}
 	s.safeURI = redactURI(s.uri)
 	return s, nil
@@ -176,6 +178,9 @@ func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	defer s.mu.Unlock()
 	if s.coll == nil {
 		return connector.Unavailable(errors.New("mongodb: the sink is not open"))
+	}
+	if s.idFromKey {
+		return s.consumeByKey(ctx, b) // sink_key.go
 	}
 	failed := connector.MessageErrors{}
 	docs := make([]bson.Raw, len(b.Messages))
@@ -314,7 +319,7 @@ func (s *Sink) existing(ctx context.Context, ids bson.A) (map[string]bool, error
 }
 
 // document is the BSON document for m, as upstream builds it.
-func (s *Sink) document(b *connector.SinkBatch, m *connector.Message, id string) (bson.Raw, error) {
+func (s *Sink) document(b *connector.SinkBatch, m *connector.Message, id any) (bson.Raw, error) {
 	doc := bson.D{{Key: "_id", Value: id}}
 	if s.metadata {
 		if m.Offset <= math.MaxInt64 {

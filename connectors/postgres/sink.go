@@ -132,6 +132,10 @@ func (s *Sink) prepareTable(ctx context.Context) error {
 		target, s.set.dedupeColumns()).Scan(&unique); err != nil {
 		return fmt.Errorf("unique indexes of %s: %w", target, err)
 	}
+	if !unique && s.set.upsert {
+		return fmt.Errorf("table %s has no unique index on %s, which upsert_by_key needs (ON CONFLICT): add one, or set auto_create_table = true on a new table",
+			target, quote(s.set.keyColumn))
+	}
 	if !unique {
 		s.log.Warn("the table has no unique index on the dedupe columns: a replay after a crash can insert duplicates",
 			"table", target, "columns", s.set.dedupeColumns())
@@ -154,6 +158,9 @@ func contains(list []string, s string) bool {
 // PostgreSQL is down or overloaded (see unavailable) the error, after
 // max_retries, is marked connector.Unavailable: nothing is dead-lettered.
 func (s *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
+	if s.set.upsert {
+		return s.consumeByKey(ctx, b) // sink_upsert.go
+	}
 	failed := connector.MessageErrors{}
 	rows := make([][]any, 0, len(b.Messages))
 	index := make([]int, 0, len(b.Messages))
@@ -347,6 +354,13 @@ func (s *Sink) values(b *connector.SinkBatch, m *connector.Message) ([]any, erro
 			return nil, err
 		}
 		vals = append(vals, rec)
+	}
+	if s.set.upsert {
+		k, err := rowKey(m)
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals, k)
 	}
 	return vals, nil
 }

@@ -40,6 +40,10 @@ var SinkSpec = connector.NewSpec(append(connectionFields(10),
 		WithDoc("Ferry: the unique key that makes replays harmless: the message id, or (stream, topic, partition, offset)"),
 	connector.NewEnumField("insert_method", "copy", "values").WithDefault("copy").
 		WithDoc("Ferry: copy (COPY into a temporary table, then INSERT ... ON CONFLICT DO NOTHING) or values (multi-row INSERT)"),
+	connector.NewBoolField("upsert_by_key").WithDefault(false).
+		WithDoc(`Ferry: one row per message key (the "key" header, docs/keys.md): INSERT ... ON CONFLICT (key_column) DO UPDATE, the higher iggy_offset winning; a deletion marker deletes the row`),
+	connector.NewStringField("key_column").WithDefault("key").
+		WithDoc("Ferry: the text column that holds the key with upsert_by_key, unique (the primary key with auto_create_table)"),
 )...).Lint(lintConnection).Lint(func(s *connector.Settings, fail connector.FailFunc) {
 	mappings, types := s.StringMap("field_mappings"), s.StringMap("field_types")
 	for col, path := range mappings {
@@ -58,6 +62,7 @@ var SinkSpec = connector.NewSpec(append(connectionFields(10),
 	if s.String("dedupe_by") == "offset" && !s.Bool("include_metadata") {
 		fail("dedupe_by", `"offset" needs include_metadata = true`)
 	}
+	lintUpsert(s, fail) // sink_upsert.go
 })
 
 type sinkPayload int
@@ -82,6 +87,9 @@ type sinkSettings struct {
 	verbose         bool
 	maxRetries      int
 	retryDelay      time.Duration
+	// upsert writes one row per key, in keyColumn (sink_upsert.go).
+	upsert    bool
+	keyColumn string
 }
 
 type mapping struct {
@@ -107,7 +115,8 @@ func sinkSettingsFrom(set *connector.Settings) *sinkSettings {
 		origin: set.Bool("include_origin_timestamp"), payload: set.Bool("include_payload"),
 		format:         map[string]sinkPayload{"bytea": payloadBytea, "json": payloadJSON, "text": payloadText}[set.String("payload_format")],
 		dedupeByOffset: set.String("dedupe_by") == "offset", copy: set.String("insert_method") == "copy",
-		verbose: set.Bool("verbose_logging"), maxRetries: set.Int("max_retries"), retryDelay: set.Duration("retry_delay")}
+		verbose: set.Bool("verbose_logging"), maxRetries: set.Int("max_retries"), retryDelay: set.Duration("retry_delay"),
+		upsert: set.Bool("upsert_by_key"), keyColumn: set.String("key_column")}
 	if schema := set.String("target_schema"); schema != "" {
 		s.table = []string{schema, set.String("target_table")}
 	} else {

@@ -46,6 +46,9 @@ func (s *sinkSettings) columns() []sinkColumn {
 	if len(s.mappings) > 0 {
 		cols = append(cols, sinkColumn{name: recColumn, sqlType: "jsonb", mapped: true})
 	}
+	if s.upsert {
+		cols = append(cols, sinkColumn{name: s.keyColumn, sqlType: "text"})
+	}
 	return cols
 }
 
@@ -68,7 +71,7 @@ func quote(name string) string { return pgx.Identifier{name}.Sanitize() }
 func (s *sinkSettings) createTableSQL() string {
 	var defs []string
 	idDef := "id NUMERIC(39, 0) PRIMARY KEY"
-	if s.dedupeByOffset {
+	if s.dedupeByOffset || s.upsert {
 		idDef = "id NUMERIC(39, 0)"
 	}
 	defs = append(defs, idDef)
@@ -78,6 +81,8 @@ func (s *sinkSettings) createTableSQL() string {
 			for _, m := range s.mappings {
 				defs = append(defs, quote(m.column)+" "+m.sqlType)
 			}
+		case s.upsert && c.name == s.keyColumn:
+			defs = append(defs, quote(c.name)+" TEXT PRIMARY KEY")
 		case c.sqlType == "timestamptz":
 			defs = append(defs, c.name+" TIMESTAMP WITH TIME ZONE")
 		default:
@@ -120,6 +125,10 @@ func (s *sinkSettings) insertSQL(source string) string {
 		targets = append(targets, quote(c.name))
 		exprs = append(exprs, "s."+quote(c.name))
 	}
+	if s.upsert {
+		return fmt.Sprintf("INSERT INTO %s AS t (%s) SELECT %s FROM %s %s",
+			s.target(), strings.Join(targets, ", "), strings.Join(exprs, ", "), from, s.upsertClause(targets))
+	}
 	return fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s ON CONFLICT DO NOTHING",
 		s.target(), strings.Join(targets, ", "), strings.Join(exprs, ", "), from)
 }
@@ -158,6 +167,9 @@ const stageSource = stageTable + " AS s"
 // dedupeColumns are the columns whose unique index makes inserts
 // idempotent.
 func (s *sinkSettings) dedupeColumns() []string {
+	if s.upsert {
+		return []string{s.keyColumn}
+	}
 	if s.dedupeByOffset {
 		return []string{"iggy_stream", "iggy_topic", "iggy_partition_id", "iggy_offset"}
 	}
