@@ -311,10 +311,10 @@ func messageKey(m *connector.Message) ([]byte, bool) {
 	return v.Data, true
 }
 
-// deleted reports a deletion marker: the "deleted" header set to bool
+// deleted reports a deletion marker: the iggy.DeletedHeader set to bool
 // true, as package live's Target sends them.
 func deleted(m *connector.Message) bool {
-	v, ok := m.Header("deleted")
+	v, ok := m.Header(iggy.DeletedHeader)
 	return ok && v.Bool()
 }
 
