@@ -34,8 +34,9 @@ type GroupConsumer struct {
 	cfg                  consumerConfig
 	closing              chan struct{}
 
-	pollMu sync.Mutex     // serialises Poll
-	bg     sync.WaitGroup // requests left running by shielded
+	pollMu     sync.Mutex     // serialises Poll
+	idleRounds int            // empty rounds in a row (under pollMu): the idle back-off
+	bg         sync.WaitGroup // requests left running by shielded
 
 	mu         sync.Mutex
 	joined     bool
@@ -102,7 +103,8 @@ func WithPollCount(n uint32) ConsumerOption {
 }
 
 // WithPollInterval sets how long Poll waits after a round in which every
-// partition was empty (or none was assigned). Default 100ms.
+// partition was empty (or none was assigned), doubling while they stay
+// empty up to IdleBackoffMax. Default 100ms.
 func WithPollInterval(d time.Duration) ConsumerOption {
 	return consumerOption(func(c *consumerConfig) { c.pollInterval = d })
 }
@@ -146,6 +148,13 @@ func WithWake(wake func() <-chan struct{}) ConsumerOption {
 // WakeFallback is the longest a consumer WithWake sleeps on an empty
 // round without a signal.
 const WakeFallback = 250 * time.Millisecond
+
+// IdleBackoffMax is the longest a consumer without WithWake waits between
+// empty rounds: the wait starts at the poll interval and doubles while
+// every partition stays empty, and a batch resets it, so an idle consumer
+// costs little and a busy one polls at once (a poll interval longer than
+// this is kept as it is).
+const IdleBackoffMax = 250 * time.Millisecond
 
 // NewGroupConsumer prepares a member of group on stream/topic. It joins
 // the group (creating it with WithCreateGroup) on Join or the first Poll.
@@ -292,6 +301,7 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
 			g.positions[p] = last + 1
 		}
 		g.mu.Unlock()
+		g.idleRounds = 0
 		return &Batch{Partition: p, Messages: reply.Messages, CurrentOffset: reply.CurrentOffset, g: g}, nil
 	}
 }
@@ -395,7 +405,14 @@ func (g *GroupConsumer) isClosed() bool {
 // until the topic's next append (woken) or WakeFallback.
 func (g *GroupConsumer) idle(ctx context.Context, woken <-chan struct{}) error {
 	if woken == nil {
-		return g.sleep(ctx, g.cfg.pollInterval)
+		// Back off while the partitions stay empty: the poll interval,
+		// doubling to IdleBackoffMax; data resets it (Poll).
+		d := g.cfg.pollInterval
+		for i := 0; i < g.idleRounds && d < IdleBackoffMax; i++ {
+			d *= 2
+		}
+		g.idleRounds++
+		return g.sleep(ctx, max(g.cfg.pollInterval, min(d, IdleBackoffMax)))
 	}
 	t := time.NewTimer(max(g.cfg.pollInterval, WakeFallback))
 	defer t.Stop()
