@@ -45,6 +45,23 @@
 // each acknowledgement; with another Iggy server, its own partition fsync
 // settings decide.
 //
+// # Message keys and deletion markers
+//
+// Iggy stores no key with a message (a send's partitioning key only picks
+// the partition), so Ferry carries it in a user header, one convention
+// for every part of Ferry: KeyHeader ("key") holds the key, a string
+// value for a string key and a raw value for a binary one (the two are
+// different keys even when their bytes are equal); Message.Key reads it.
+// DeletedHeader ("deleted") set to the bool true marks a deletion marker
+// (a tombstone): the key no longer has a value. Iggy refuses an empty
+// payload, so a marker carries one anyway, by convention the JSON null
+// ("null"). Send a keyed message with the key as its partitioning key
+// too (ByKey, or WithMessageKey on a Producer), so that a key's messages
+// stay in one partition, in order. docs/keys.md lists who writes and who
+// reads the convention: ferry message send --key/--deleted, the sources'
+// key_field and key_template, the PostgreSQL, MongoDB and Redis sinks,
+// package live.
+//
 // # Example
 //
 //	c, err := iggy.Dial(ctx, "iggy://iggy:iggy@127.0.0.1:8090")

@@ -70,4 +70,11 @@
 // them, so a Map on the target's partition mirrors what was declared:
 //
 //	m, err := h.Map(ctx, stream, topic, live.StringKey, live.WithDeletion(live.IsDeleted))
+//
+// KeyHeader and DeletedHeader are iggy.KeyHeader and iggy.DeletedHeader:
+// Ferry's one key convention (package iggy's "Message keys and deletion
+// markers", and docs/keys.md), which ferry message send --key, the
+// sources' key_field and the keyed sinks (PostgreSQL upsert_by_key,
+// MongoDB id_from = "key", Redis keys mode) share, so a Map can read any
+// of their topics and a Target can feed any of those sinks.
 package live
