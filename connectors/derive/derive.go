@@ -46,6 +46,7 @@ type Sink struct {
 	client     *iggy.Client
 	partitions []uint32 // the output topic's partition ids
 	unsent     bool     // cp.Pending not yet sent
+	broken     error    // a checkpoint failed to save: Consume refuses until reopened
 	stats      Stats
 }
 
@@ -102,7 +103,7 @@ func (d *Sink) Open(ctx context.Context) (err error) {
 		}
 		d.groups[g.id()] = g
 	}
-	d.unsent = len(d.cp.Pending) > 0
+	d.unsent, d.broken = len(d.cp.Pending) > 0, nil
 	if d.s.udaf != "" {
 		if d.udaf, err = d.loadUDAF(ctx, d.s.udaf); err != nil {
 			return connector.Permanent(fmt.Errorf("derive: udaf %s: %w", d.s.udaf, err))
@@ -158,6 +159,9 @@ func (d *Sink) connect(ctx context.Context) error {
 func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.broken != nil {
+		return connector.Unavailable(fmt.Errorf("derive: the sink needs a restart after a failed checkpoint: %w", d.broken))
+	}
 	if err := d.flush(ctx); err != nil {
 		return err
 	}
@@ -204,7 +208,10 @@ func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 			delete(d.cp.Rejected, part)
 		}
 		if err := d.cp.save(d.s.stateDir, d.groups); err != nil {
-			return err // the process state is ahead of the file: reopen
+			// The groups in memory are ahead of the file: only a reopen,
+			// which reads the file again, may go on.
+			d.broken = err
+			return connector.Unavailable(err)
 		}
 		d.unsent = len(d.cp.Pending) > 0
 		if err := d.flush(ctx); err != nil {

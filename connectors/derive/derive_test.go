@@ -1,6 +1,8 @@
 package derive
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ferryhq/ferry/connector"
@@ -158,4 +160,33 @@ func TestConfigErrors(t *testing.T) {
 		_, err := New(connector.Config{Key: "d", Plugin: connector.PluginConfig{Values: c.pc, Source: "test"}})
 		require.ErrorContains(t, err, c.want, "%v", c.pc)
 	}
+}
+
+// A checkpoint that cannot be saved stops the sink (Unavailable, and
+// again at every Consume) until it is reopened, which applies the batch
+// again from the saved state: counted once.
+func TestFailedCheckpointNeedsReopen(t *testing.T) {
+	t.Parallel()
+	b := dedupBroker(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	s := newSink(t, b.Addr(), dir, nil)
+	require.NoError(t, consume(t, s, batch(msg(0, "a", `{}`))))
+	require.NoError(t, os.Rename(dir, dir+".away"))
+	require.NoError(t, os.WriteFile(dir, []byte("not a directory"), 0o600))
+	b2 := batch(msg(1, "a", `{}`), msg(2, "a", `{}`))
+	err := consume(t, s, b2)
+	require.True(t, connector.IsUnavailable(err), "%v", err)
+	require.ErrorContains(t, consume(t, s, b2), "needs a restart")
+	closeSink(t, s)
+	require.NoError(t, os.Remove(dir))
+	require.NoError(t, os.Rename(dir+".away", dir))
+	s = newSink(t, b.Addr(), dir, nil)
+	require.NoError(t, consume(t, s, b2))
+	v, ok := s.View("a")
+	require.True(t, ok)
+	require.JSONEq(t, `{"key":"a","count":3}`, string(v))
+	closeSink(t, s)
+	chs := readChanges(t, b.Addr(), "out", "changes")
+	require.Len(t, chs, 2)
+	require.Equal(t, float64(3), chs[1].Value["count"])
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/OneOfOne/xxhash"
+	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/header"
 	"github.com/google/uuid"
@@ -144,7 +145,7 @@ func (d *Sink) flush(ctx context.Context) error {
 		for len(msgs) > 0 {
 			n := min(len(msgs), 1000)
 			if _, err := d.client.SendMessages(ctx, sid, tid, iggy.ToPartition(p), msgs[:n]); err != nil {
-				return fmt.Errorf("derive: send %d updates to %s/%s partition %d: %w", n, d.s.toStream, d.s.toTopic, p, err)
+				return connector.Unavailable(fmt.Errorf("derive: send %d updates to %s/%s partition %d: %w", n, d.s.toStream, d.s.toTopic, p, err))
 			}
 			msgs = msgs[n:]
 		}
