@@ -62,6 +62,21 @@
 //     deflate; update_topic that sets message_expiry or max_topic_size to
 //     0 stores the resolved default, not the 0 sentinel.
 //   - Purging a stream or topic also forgets its consumer offsets.
+//   - Compacted topics, a Ferry extension (compact.go): the topic options
+//     ferry.compact (bool) and ferry.compact_tombstone_retention (µs),
+//     accepted by create_topic and update_topic, stored in metadata.json
+//     and listed in a topic's explicit options only when set, so topics
+//     that do not ask for them look exactly as upstream's. Every
+//     Config.CompactionInterval (1m) the sealed segments of a compacted
+//     topic keep the latest message per key (user header "key", string or
+//     raw bytes; keys of the active segment count), deletion markers
+//     ("deleted" = true) for the retention (Config.CompactTombstoneRetention,
+//     24h) after they were appended, and every message without a key.
+//     Offsets stay; a poll at a compacted offset gets the next survivor,
+//     and polls, First, timestamps and consumer offsets skip the gaps.
+//     Each rewritten segment publishes segment.compacted and counts in the
+//     iggy_broker_compaction_* metrics (passes, segments, bytes before and
+//     after, messages and deletion markers removed, seconds, keys).
 //
 // # Limits
 //
@@ -116,7 +131,8 @@
 // written down in locksordering.txt: sends and polls of different
 // partitions do not contend beyond a read lock on the model. A janitor
 // evicts stale group members (1.2 × HeartbeatInterval without a request)
-// and settles revocations past RebalancingTimeout; a retention loop and,
+// and settles revocations past RebalancingTimeout; a retention loop (which
+// also runs compaction) and,
 // under FsyncInterval, an fsync loop run beside it. Close stops them all
 // and waits.
 //

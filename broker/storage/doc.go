@@ -1,8 +1,9 @@
 // Package storage is the durable append-only partition log of Ferry's
 // embedded broker: one Log per partition, holding the batch records of
 // iggy/wire exactly as the broker stamped them, split into segments, with
-// an offset and time index, recovery after a crash, and retention by whole
-// segments (DropOldest) or all at once (Purge).
+// an offset and time index, recovery after a crash, retention by whole
+// segments (DropOldest) or all at once (Purge), and compaction of sealed
+// segments to the latest message per key (Compact).
 //
 // It owns the bytes of a partition directory and nothing above them: the
 // broker validates and stamps records (wire.BatchChecker), decides when to
@@ -65,6 +66,57 @@
 // its relative offsets would pass 2^32. The rolled segment is fsynced (log
 // and index) before the new one is created, and creating a segment fsyncs
 // both new files and the directory, with or without Options.Fsync.
+//
+// # Compacted segments (version 1 with the compacted flag)
+//
+// Compact rewrites sealed segments; their files carry version 0x00010001
+// (version 1 with bit 16, the compacted flag, set), which a build without
+// compaction refuses with ErrFormat instead of reading gaps as damage. The
+// layout is version 1's, with two differences: header bytes 12..16 hold
+// the segment's end as a relative offset (NextOffset - base offset; its
+// last messages may be gone), in the .log and the .index alike, and a
+// record may start past the end of the one before (the gap is the
+// compacted offsets); every record still ends within the end. Each record
+// is a run of consecutive surviving messages of one original record: its
+// base_offset is its first message's offset, offset deltas are renumbered
+// from 0 (so frame checksums and the batch checksum are recomputed), and
+// the base and origin timestamps stay. Appends never go to a compacted
+// segment.
+//
+// # Compaction
+//
+// Compact reads every record of the log (sealed segments and the active
+// one up to the moment it starts) and keeps, per key, the offset of its
+// latest message. The key is the value bytes of the user header "key"
+// when it is a string or raw value (iggy.KeyHeader; KeyOf reads it from
+// the stored frame); a deletion marker also has "deleted" = bool true.
+// Then, oldest first, each sealed segment holding a message that is not
+// its key's latest, or a deletion marker appended more than
+// CompactOptions.TombstoneRetention ago, is rewritten keeping the rest.
+// Messages without a key, or whose headers do not decode, are always
+// kept. The active segment is never rewritten. Segments are rewritten
+// one for one (small compacted segments are not merged), offsets never
+// change, and a pass stops at its first failure so a deletion marker goes
+// only after every older value of its key went. A pass is skipped when
+// nothing was appended and no deletion marker came due since the last.
+//
+// Crash safety: the new segment is written to NAME.log.compact and
+// NAME.index.compact and fsynced, with no lock held; then, under the
+// append lock (and only if the segment is still in the log), the .log is
+// renamed over the old one, then the .index, and the directory fsynced.
+// Each rename is atomic, so each file is wholly old or new; a new .log
+// beside the old .index disagrees with its header (version or end), so
+// recovery rebuilds the index from the log. OpenFile deletes
+// NAME.*.compact files: a compaction that never switched. Readers hold
+// the read lock while they read, and the segment is swapped in the
+// segment list under the write lock, so a reader sees the old segment or
+// the new one, never a mix; the old files are closed after the swap.
+// Tested: a reference of 1M messages over 10,000 keys (100k under -short
+// and -race), kill -9 ten times at each crash point or a random moment,
+// concurrent appends and reads under -race, fuzzed recovery of compacted
+// files, KeyOf fuzzed against wire.ParseTLV. Left out: merging small
+// segments, an incremental key map (every pass reads the whole log and
+// holds every distinct key in memory), size or dirty-ratio triggers.
 //
 // # Recovery
 //
