@@ -47,6 +47,10 @@ var Spec = connector.NewSpec(
 		WithDoc("where the checkpoint (groups, versions, input offsets) is kept; default <[state] path>/derive/<key>"),
 )
 
+// maxWindowsPerEvent bounds window / hop: the hopping windows one event
+// updates.
+const maxWindowsPerEvent = 100
+
 // settings is a checked configuration.
 type settings struct {
 	key                   string
@@ -121,6 +125,8 @@ func parseSettings(cfg connector.Config) (*settings, error) {
 		return nil, set.Errorf("hop", "%s: want a duration between 1ms and window (%s)", s.hop, s.window)
 	case s.hop > 0 && s.window%s.hop != 0:
 		return nil, set.Errorf("hop", "%s: window (%s) must be a multiple of hop", s.hop, s.window)
+	case s.hop > 0 && s.window/s.hop > maxWindowsPerEvent:
+		return nil, set.Errorf("hop", "%s: an event would be in %d windows of %s; at most %d", s.hop, s.window/s.hop, s.window, maxWindowsPerEvent)
 	case s.lateness < 0:
 		return nil, set.Errorf("allowed_lateness", "must not be negative")
 	case s.window == 0 && (s.lateness > 0 || s.retract):

@@ -155,6 +155,7 @@ func TestConfigErrors(t *testing.T) {
 		{map[string]any{"to": "a/b", "hop": "10s"}, "hop"},
 		{map[string]any{"to": "a/b", "window": "1m", "hop": "25s"}, "multiple"},
 		{map[string]any{"to": "a/b", "allowed_lateness": "1m"}, "need a window"},
+		{map[string]any{"to": "a/b", "window": "1h", "hop": "1s"}, "at most 100"},
 		{map[string]any{"to": "a/b", "group_by": "a..b"}, "group_by"},
 	} {
 		_, err := New(connector.Config{Key: "d", Plugin: connector.PluginConfig{Values: c.pc, Source: "test"}})

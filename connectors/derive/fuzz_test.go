@@ -1,8 +1,11 @@
 package derive
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/ferryhq/ferry/connector"
 
 	"github.com/stretchr/testify/require"
 )
@@ -66,6 +69,41 @@ func FuzzCheckpoint(f *testing.F) {
 		}
 		if _, err := json.Marshal(cp); err != nil {
 			t.Fatalf("a decoded checkpoint does not encode: %v", err)
+		}
+	})
+}
+
+// Any payload and key header through every aggregate, a filter and
+// hopping windows: applied or refused with an error, never a panic, and
+// the outputs are valid JSON.
+func FuzzApply(f *testing.F) {
+	f.Add(`{"ts":1000,"amount":3,"user":"u","status":"paid"}`, "k", int64(0))
+	f.Add(`{"ts":"1970-01-01T00:00:05Z","amount":"2.5","user":{"id":1}}`, "", int64(-5))
+	f.Add(`{"ts":-99999999999,"amount":1e308}`, "k", int64(1))
+	f.Add(`[1,2]`, "k", int64(2))
+	f.Add(`null`, "", int64(3))
+	f.Fuzz(func(t *testing.T, payload, key string, off int64) {
+		c, err := New(connector.Config{Key: "f", Plugin: connector.PluginConfig{Values: map[string]any{
+			"to": "o/t", "state_dir": t.TempDir(), "window": "10s", "hop": "5s", "allowed_lateness": "1s", "event_time": "ts",
+			"filter":     `not (status = "void") or amount > 1`,
+			"aggregates": []any{"count(*)", "count(user)", "sum(amount)", "min(amount)", "max(amount)", "avg(amount)", "distinct_count(user)", "latest(*)", "latest(status)"},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := c.(*Sink)
+		d.cp, d.groups, d.partitions = &checkpoint{Version: checkpointVersion, Next: map[string]uint64{}}, map[string]*group{}, []uint32{0}
+		for i := range 2 {
+			m := msg(uint64(i), key, payload)
+			m.Offset = uint64(off) + uint64(i)
+			if _, err := d.apply(context.Background(), &m); err != nil {
+				return
+			}
+		}
+		for _, o := range d.emit() {
+			if !json.Valid(o.Payload) {
+				t.Fatalf("output %s is not JSON", o.Payload)
+			}
 		}
 	})
 }
