@@ -41,7 +41,9 @@
 //
 // Output: after each batch, one message per changed group, in group
 // order, to partition xxh32(changelog key) % partitions of the output
-// topic (created with one partition when missing). Payload {key,
+// topic (created with one partition when missing; adding partitions
+// later moves keys, and with them where the broker deduplicates their
+// ids). Payload {key,
 // window_start, window_end, one value per aggregate (count, sum_amount,
 // avg_amount, ...), udaf}; headers key (the changelog key), window (its
 // start) and, on a deletion marker, deleted = true. The id is UUID v5 of
