@@ -61,9 +61,9 @@ func New(cfg connector.Config) (connector.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Sink{s: s, log: cfg.Logger}
-	if d.log == nil {
-		d.log = nopLog{}
+	d := &Sink{s: s, log: nopLog{}}
+	if cfg.Logger != nil {
+		d.log = cfg.Logger
 	}
 	d.loadUDAF = func(ctx context.Context, path string) (Aggregator, error) {
 		return udaf.Load(ctx, path, udaf.Limits{})
