@@ -129,12 +129,13 @@ func TestSinkIDFromKeyFailures(t *testing.T) {
 	require.ErrorContains(t, err, "id_from")
 }
 
-// BenchmarkSinkIDFromKey writes batches of 1,000 messages over 10,000
-// keys.
+// BenchmarkSinkIDFromKey writes batches of 100 messages over 1,000 keys
+// (FerretDB over SQLite scans for each guarded upsert: its figures are
+// FerretDB's, far below MongoDB's).
 func BenchmarkSinkIDFromKey(b *testing.B) {
 	uri, db := mongotest.URL(b), mongotest.Database(b)
 	s := newSink(b, map[string]any{"connection_uri": uri, "database": db, "collection": "bench", "payload_format": "json",
-		"id_from": "key", "batch_size": int64(1000)})
+		"id_from": "key", "batch_size": int64(100)})
 	ctx := context.Background()
 	var ru syscall.Rusage
 	cpu := func() time.Duration {
@@ -143,16 +144,16 @@ func BenchmarkSinkIDFromKey(b *testing.B) {
 	}
 	start, off := cpu(), uint64(0)
 	for b.Loop() {
-		ms := make([]km, 1000)
+		ms := make([]km, 100)
 		for i := range ms {
 			off++
-			ms[i] = km{k: fmt.Sprintf("k%d", off*7919%10000), off: off, v: fmt.Sprintf(`{"v":"%d"}`, off)}
+			ms[i] = km{k: fmt.Sprintf("k%d", off*7919%1000), off: off, v: fmt.Sprintf(`{"v":"%d"}`, off)}
 		}
 		if err := s.Consume(ctx, keyBatch(ms...)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	n := float64(b.N) * 1000
+	n := float64(b.N) * 100
 	b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64((cpu()-start).Microseconds())/n, "cpu-µs/msg")
 }
