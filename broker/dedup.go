@@ -39,7 +39,7 @@ func newDedupIDs(cfg Dedup) *dedupIDs {
 	if cfg.MaxEntries <= 0 {
 		return nil
 	}
-	return &dedupIDs{cfg: cfg, seen: make(map[[16]byte]time.Time, cfg.MaxEntries)}
+	return &dedupIDs{cfg: cfg, seen: map[[16]byte]time.Time{}} // grown with use: most partitions never hold MaxEntries
 }
 
 // has reports whether id was appended (and not forgotten).

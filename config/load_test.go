@@ -35,7 +35,7 @@ func TestLoadUpstreamExample(t *testing.T) {
 	require.Equal(t, Iggy{
 		Address: "iggy.internal:8090", Username: "connector-bot", Password: "hunter2-iggy",
 		TLS:             IggyTLS{Enabled: true, CAFile: filepath.Join(dir, "certs/ca.pem"), Domain: "iggy.internal"},
-		EmbeddedAddress: DefaultEmbeddedAddress,
+		EmbeddedAddress: DefaultEmbeddedAddress, EmbeddedDedupEntries: DefaultEmbeddedDedupEntries, EmbeddedDedupExpiry: DefaultEmbeddedDedupExpiry,
 	}, rt.Iggy)
 	require.False(t, rt.Iggy.Embedded())
 	require.Equal(t, filepath.Join(dir, "runtime_state"), rt.State.Path)

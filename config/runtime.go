@@ -54,7 +54,21 @@ type Iggy struct {
 	// listens: default "127.0.0.1:8090", the address Iggy clients and the
 	// ferry CLI use by default. "127.0.0.1:0" picks a free port.
 	EmbeddedAddress string `toml:"embedded_address"`
+	// EmbeddedDedupEntries and EmbeddedDedupExpiry (Ferry extensions) turn
+	// on the embedded broker's message deduplication by id: each partition
+	// remembers that many recent ids (default 4096; 0 turns it off) for
+	// that long (default 10m). A batch sent again after a crash, with the
+	// same ids, is then stored once (the CDC, webhook, iggy and derive
+	// connectors rely on it for their exactly-once effect).
+	EmbeddedDedupEntries int           `toml:"embedded_dedup_entries"`
+	EmbeddedDedupExpiry  time.Duration `toml:"embedded_dedup_expiry"`
 }
+
+// Default message deduplication of the embedded broker.
+const (
+	DefaultEmbeddedDedupEntries = 4096
+	DefaultEmbeddedDedupExpiry  = 10 * time.Minute
+)
 
 // Embedded reports whether the runtime should use the embedded broker.
 func (i Iggy) Embedded() bool {
@@ -218,7 +232,8 @@ func Default() *Runtime {
 			Metrics:     HTTPMetrics{Endpoint: "/metrics"},
 			PublicReads: true,
 		},
-		Iggy: Iggy{Username: "iggy", Password: "iggy", EmbeddedAddress: DefaultEmbeddedAddress},
+		Iggy: Iggy{Username: "iggy", Password: "iggy", EmbeddedAddress: DefaultEmbeddedAddress,
+			EmbeddedDedupEntries: DefaultEmbeddedDedupEntries, EmbeddedDedupExpiry: DefaultEmbeddedDedupExpiry},
 		Connectors: Connectors{
 			ConfigType: ProviderLocal,
 			Timeout:    10 * time.Second,
@@ -293,7 +308,14 @@ func (r *Runtime) validate(b *binder) {
 	}
 	if !r.Iggy.Embedded() {
 		checkHostPort(b, p.key("iggy").key("address"), r.Iggy.Address, `or "embedded" for the in-process broker`)
-	} else if _, port, err := net.SplitHostPort(r.Iggy.EmbeddedAddress); err != nil || !validPort(port) {
+	}
+	if r.Iggy.EmbeddedDedupEntries < 0 {
+		b.fail(p.key("iggy").key("embedded_dedup_entries"), "expected a number of ids, 0 to turn deduplication off, got %d", r.Iggy.EmbeddedDedupEntries)
+	}
+	if r.Iggy.EmbeddedDedupExpiry < 0 {
+		b.fail(p.key("iggy").key("embedded_dedup_expiry"), `expected a duration such as "10m" ("0" keeps ids until newer ones push them out)`)
+	}
+	if _, port, err := net.SplitHostPort(r.Iggy.EmbeddedAddress); r.Iggy.Embedded() && (err != nil || !validPort(port)) {
 		b.fail(p.key("iggy").key("embedded_address"), `expected host:port such as "127.0.0.1:8090" ("127.0.0.1:0" for any free port), got %q`, r.Iggy.EmbeddedAddress)
 	}
 	h := r.HTTP

@@ -19,6 +19,12 @@ type Config struct {
 	// connector that opens files named by its configuration checks each
 	// path with Paths.Check first.
 	Paths Paths
+	// StateDir is a directory of the connector's own under the runtime's
+	// state directory (<[state] path>/data/<kind>-<key>), for what it must
+	// keep beyond the state the runtime saves for it (the derive sink's
+	// checkpoints). It may not exist yet: the connector creates it. Empty
+	// when the runtime gives none (tests).
+	StateDir string
 }
 
 // PluginConfig holds a connector's [plugin_config] table as it was parsed,

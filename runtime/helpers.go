@@ -64,7 +64,8 @@ func (r *Runtime) connectorConfig(c *config.Connector, log *slog.Logger) connect
 		Key: c.Key, Name: c.Name, Verbose: c.Verbose, Logger: log,
 		Plugin: connector.PluginConfig{Values: c.PluginConfig, Source: c.File,
 			Lines: c.PluginConfigLines, Vars: c.PluginConfigVars},
-		Paths: r.paths(),
+		Paths:    r.paths(),
+		StateDir: filepath.Join(r.stateDir(), "data", string(c.Type)+"-"+c.Key),
 	}
 }
 

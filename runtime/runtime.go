@@ -234,7 +234,8 @@ func (r *Runtime) connectIggy(ctx context.Context) error {
 		// set at every start, not only the first (ResetRoot).
 		b, err := broker.Start(ctx, broker.Config{Addr: addr, DataDir: dir,
 			RootUsername: r.cfg.Iggy.Username, RootPassword: r.cfg.Iggy.Password, ResetRoot: true,
-			Events: broker.Events{Enabled: true}, Logger: r.log.With("component", "broker")})
+			Events: broker.Events{Enabled: true}, Logger: r.log.With("component", "broker"),
+			Dedup: broker.Dedup{MaxEntries: r.cfg.Iggy.EmbeddedDedupEntries, Expiry: r.cfg.Iggy.EmbeddedDedupExpiry}})
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return fmt.Errorf("runtime: embedded broker: %s is already in use ([iggy] embedded_address, or IGGY_CONNECTORS_IGGY_EMBEDDED_ADDRESS): "+
 				"is another ferry run or ferry serve running? Stop it, or set another address (\"127.0.0.1:0\" picks a free port): %w", addr, err)

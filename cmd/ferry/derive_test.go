@@ -13,16 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deriveCLI runs `ferry derive ARGS` against live (adding the command to
-// the root when main.go does not yet).
+// deriveCLI runs `ferry derive ARGS` against live.
 func deriveCLI(t *testing.T, live *liveRuntime) func(args ...string) (string, error) {
 	return func(args ...string) (string, error) {
 		t.Helper()
-		root := newRootCmd()
-		if c, _, err := root.Find([]string{"derive"}); err != nil || c == root {
-			root.AddCommand(newDeriveCmd())
-		}
-		return runCmd(root, append(append([]string{"derive"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
+		return runCmd(newRootCmd(), append(append([]string{"derive"}, args...), "--api", live.url, "--api-key", testAPIKey)...)
 	}
 }
 

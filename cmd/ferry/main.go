@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newUserCmd(), newPATCmd(),
 		newHookCmd(),
 		newWebhookCmd(),
+		newDeriveCmd(),
 		newStatusCmd(),
 		newConnectorsCmd(),
 		newBenchCmd(),

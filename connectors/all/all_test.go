@@ -21,6 +21,7 @@ func TestBuiltinsAreRegistered(t *testing.T) {
 		{connector.KindSink, "postgres"}, {connector.KindSink, "libiggy_connector_postgres_sink"},
 		{connector.KindSink, "http"}, {connector.KindSink, "libiggy_connector_http_sink"},
 		{connector.KindSource, "file"}, {connector.KindSink, "file"},
+		{connector.KindSink, "derive"},
 		{connector.KindSource, "webhook"}, {connector.KindSource, "http_source"}, {connector.KindSource, "libiggy_connector_http_source"},
 		{connector.KindSink, "exec"},
 		{connector.KindSink, "clickhouse"}, {connector.KindSink, "libiggy_connector_clickhouse_sink"},

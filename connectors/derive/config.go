@@ -44,7 +44,7 @@ var Spec = connector.NewSpec(
 	connector.NewStringField("password").WithDefault("iggy").AsSecret().WithDoc("the output user's password"),
 	connector.NewStringField("token").WithDefault("").AsSecret().WithDoc("a personal access token instead of username and password"),
 	connector.NewStringField("state_dir").WithDefault("").
-		WithDoc("where the checkpoint (groups, versions, input offsets) is kept; default <[state] path>/derive/<key>"),
+		WithDoc("where the checkpoint (groups, versions, input offsets) is kept; default the directory the runtime gives the connector (<[state] path>/data/sink-<key>)"),
 )
 
 // maxWindowsPerEvent bounds window / hop: the hopping windows one event
@@ -68,11 +68,6 @@ type settings struct {
 	token                 string
 	stateDir              string
 }
-
-// stateDirWhat is how the runtime names its state directory in
-// connector.Paths.Protected (runtime/paths.go); the default state_dir is
-// under it.
-const stateDirWhat = "state directory ([state] path)"
 
 func parseSettings(cfg connector.Config) (*settings, error) {
 	set, err := Spec.Parse(cfg.Plugin)
@@ -149,22 +144,14 @@ func parseSettings(cfg connector.Config) (*settings, error) {
 		}
 	}
 	if s.stateDir == "" {
-		s.stateDir = filepath.Join(runtimeStateDir(cfg.Paths), "derive", cfg.Key)
+		s.stateDir = cfg.StateDir
+		if s.stateDir == "" {
+			s.stateDir = filepath.Join("local_state", "derive", cfg.Key)
+		}
 	} else if err := cfg.Paths.Check(s.stateDir); err != nil {
 		return nil, set.Errorf("state_dir", "%v", err)
 	}
 	return s, nil
-}
-
-// runtimeStateDir is the runtime's state directory as connector.Paths
-// names it, else the runtime's default "local_state".
-func runtimeStateDir(p connector.Paths) string {
-	for _, pr := range p.Protected {
-		if pr.What == stateDirWhat {
-			return pr.Path
-		}
-	}
-	return "local_state"
 }
 
 // checkPath checks a dotted JSON field path.

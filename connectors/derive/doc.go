@@ -71,8 +71,9 @@
 // keeps the late and unreadable messages of each partition's last batch,
 // so a batch delivered again reports them again.
 //
-// state_dir defaults to <[state] path>/derive/<key> (the runtime's state
-// directory, found in connector.Paths); it is locked while the sink runs.
+// state_dir defaults to the directory the runtime gives the connector
+// (connector.Config.StateDir: <[state] path>/data/sink-<key>); it is
+// locked while the sink runs.
 // A changed aggregates list needs a new state_dir.
 //
 // Filter language: comparisons FIELD OP LITERAL (OP one of = == != < <=
