@@ -151,8 +151,9 @@ func (m *managed) runSource(ctx context.Context, cfg *config.Connector) error {
 	r.client = client
 	dlqs := map[[2]string]*sourceDLQ{}
 	for i, p := range cfg.Producers {
-		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic),
-			iggy.WithBatchLength(int(p.BatchLength)), iggy.WithLinger(p.LingerTime))
+		opts := append([]iggy.ProducerOption{iggy.WithBatchLength(int(p.BatchLength)), iggy.WithLinger(p.LingerTime)},
+			keyPartitioning(&p)...) // key_field / key_template: the key picks the partition
+		prod, err := iggy.NewProducer(client, iggy.NamedID(p.Stream), iggy.NamedID(p.Topic), opts...)
 		if err != nil {
 			return terminal(fmt.Errorf("producer for %s/%s: %w", p.Stream, p.Topic, err))
 		}
