@@ -13,6 +13,7 @@
 //	auto_create_collection = false  # create the collection at start when missing
 //	batch_size = 100                # documents per insertMany
 //	include_metadata = true         # iggy_offset, iggy_timestamp, iggy_stream, iggy_topic, iggy_partition_id
+//	id_from = "message"             # Ferry; or "key": _id is the message key, one document per key, the latest offset winning (docs/keys.md)
 //	include_checksum = true         # iggy_checksum
 //	include_origin_timestamp = true # iggy_origin_timestamp
 //	payload_format = "binary"       # binary | json (an embedded document) | string (alias text)

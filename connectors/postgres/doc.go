@@ -110,6 +110,7 @@
 //	include_payload = true           # Ferry
 //	dedupe_by = "id"                 # Ferry; or "offset" (stream, topic, partition, offset)
 //	insert_method = "copy"           # Ferry; or "values" (multi-row INSERT)
+//	upsert_by_key = false, key_column = "key"  # Ferry: one row per message key, the latest offset winning (docs/keys.md)
 //	max_retries = 3, retry_delay = "1s"
 //
 // The table is upstream's: id NUMERIC(39,0) PRIMARY KEY (the message id
