@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
@@ -214,50 +213,11 @@ func (o *deriveOptions) config(name, iggyAddress string) (*hookBody, error) {
 	return body, nil
 }
 
-// createDerive stores the configuration, makes it active and starts it;
-// when it does not start, the configuration is deleted again.
+// createDerive creates and starts a derived topic (createManaged).
 func createDerive(ctx context.Context, c *apiClient, name string, body *hookBody) (*deriveView, error) {
-	key := url.PathEscape(deriveKey(name))
-	err := c.call(ctx, "GET", "/sinks/"+key+"/configs", nil, &[]sinkConfig{})
-	if err == nil {
-		return nil, fmt.Errorf("derived topic %s already exists; delete it first (ferry derive delete %s)", name, name)
-	}
-	if !isNotFound(err) {
-		return nil, err
-	}
-	var saved sinkConfig
-	if err := c.call(ctx, "POST", "/sinks/"+key+"/configs", body, &saved); err != nil {
-		return nil, fmt.Errorf("create derived topic %s: %w", name, err)
-	}
-	v, err := startDerive(ctx, c, name, saved.Version)
-	if err != nil {
-		if derr := c.call(context.WithoutCancel(ctx), "DELETE", "/sinks/"+key, nil, nil); derr != nil && !isNotFound(derr) {
-			return nil, fmt.Errorf("derived topic %s did not start: %w; removing its configuration failed too (ferry derive delete %s): %v", name, err, name, derr)
-		}
-		return nil, fmt.Errorf("derived topic %s was not created: it did not start: %w", name, err)
-	}
-	return v, nil
-}
-
-func startDerive(ctx context.Context, c *apiClient, name string, version uint64) (*deriveView, error) {
-	key := url.PathEscape(deriveKey(name))
-	if err := c.call(ctx, "PUT", "/sinks/"+key+"/configs/active", map[string]uint64{"version": version}, nil); err != nil {
-		return nil, err
-	}
-	if err := c.call(ctx, "POST", "/sinks/"+key+"/restart", nil, nil); err != nil {
-		return nil, err
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		v, err := getDerive(ctx, c, name)
-		switch {
-		case err != nil:
-			return nil, err
-		case v.Status == "error":
-			return nil, errors.New(v.LastError)
-		case v.Status != "starting" || time.Now().After(deadline):
-			return v, nil
-		}
-	}
+	return createManaged(ctx, c, managed{"sinks", deriveKey(name), "derived topic " + name, "ferry derive delete " + name}, body,
+		func() (*deriveView, error) { return getDerive(ctx, c, name) },
+		func(v *deriveView) (string, string) { return v.Status, v.LastError })
 }
 
 // deriveView is a derived topic as derive get and derive list show it.

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
@@ -279,52 +278,11 @@ func (o *hookOptions) config(name, topic, command string) (*hookBody, error) {
 	return &hookBody{Enabled: true, Name: name, Path: "exec", PluginConfig: pc, Streams: []sinkStream{stream}}, nil
 }
 
-// createHook stores the configuration as the hook's only version, makes
-// it active and starts it, then waits briefly for it to leave "starting".
-// When it does not start, the configuration is deleted again, so a
-// corrected create can follow.
+// createHook creates and starts a hook (createManaged).
 func createHook(ctx context.Context, c *apiClient, name string, body *hookBody) (*hookView, error) {
-	key := url.PathEscape(hookKey(name))
-	err := c.call(ctx, "GET", "/sinks/"+key+"/configs", nil, &[]sinkConfig{})
-	if err == nil {
-		return nil, fmt.Errorf("hook %s already exists; delete it first (ferry hook delete %s)", name, name)
-	}
-	if !isNotFound(err) {
-		return nil, err
-	}
-	var saved sinkConfig
-	if err := c.call(ctx, "POST", "/sinks/"+key+"/configs", body, &saved); err != nil {
-		return nil, fmt.Errorf("create hook %s: %w", name, err)
-	}
-	h, err := startHook(ctx, c, name, saved.Version)
-	if err != nil {
-		if derr := c.call(context.WithoutCancel(ctx), "DELETE", "/sinks/"+key, nil, nil); derr != nil && !isNotFound(derr) {
-			return nil, fmt.Errorf("hook %s did not start: %w; removing its configuration failed too (ferry hook delete %s): %v", name, err, name, derr)
-		}
-		return nil, fmt.Errorf("hook %s was not created: it did not start: %w", name, err)
-	}
-	return h, nil
-}
-
-func startHook(ctx context.Context, c *apiClient, name string, version uint64) (*hookView, error) {
-	key := url.PathEscape(hookKey(name))
-	if err := c.call(ctx, "PUT", "/sinks/"+key+"/configs/active", map[string]uint64{"version": version}, nil); err != nil {
-		return nil, err
-	}
-	if err := c.call(ctx, "POST", "/sinks/"+key+"/restart", nil, nil); err != nil {
-		return nil, err
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		h, err := getHook(ctx, c, name)
-		switch {
-		case err != nil:
-			return nil, err
-		case h.Status == "error":
-			return nil, errors.New(h.LastError)
-		case h.Status != "starting" || time.Now().After(deadline):
-			return h, nil
-		}
-	}
+	return createManaged(ctx, c, managed{"sinks", hookKey(name), "hook " + name, "ferry hook delete " + name}, body,
+		func() (*hookView, error) { return getHook(ctx, c, name) },
+		func(h *hookView) (string, string) { return h.Status, h.LastError })
 }
 
 // hookView is a hook as hook get and hook list show it.

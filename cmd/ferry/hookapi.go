@@ -228,3 +228,60 @@ type sinkInfo struct {
 		Message string `json:"message"`
 	} `json:"last_error"`
 }
+
+// managed names a connector the CLI manages through the runtime API: a
+// hook, a derived topic or a webhook source.
+type managed struct {
+	kind string // "sinks" or "sources", as in the API's paths
+	key  string // the connector's key
+	what string // "hook NAME", for messages
+	del  string // the command that deletes it, for messages
+}
+
+// createManaged stores body as the connector's only configuration
+// version, makes it active and starts it, then waits (up to 10s) for it
+// to leave "starting", reading it with get (V's status and last error
+// from status). When it does not start, the configuration is deleted
+// again, so a corrected create can follow.
+func createManaged[V any](ctx context.Context, c *apiClient, m managed, body any,
+	get func() (*V, error), status func(*V) (state, lastErr string)) (*V, error) {
+	base := "/" + m.kind + "/" + url.PathEscape(m.key)
+	err := c.call(ctx, "GET", base+"/configs", nil, &[]json.RawMessage{})
+	if err == nil {
+		return nil, fmt.Errorf("%s already exists; delete it first (%s)", m.what, m.del)
+	}
+	if !isNotFound(err) {
+		return nil, err
+	}
+	var saved struct {
+		Version uint64 `json:"version"`
+	}
+	if err := c.call(ctx, "POST", base+"/configs", body, &saved); err != nil {
+		return nil, fmt.Errorf("create %s: %w", m.what, err)
+	}
+	fail := func(err error) (*V, error) {
+		if derr := c.call(context.WithoutCancel(ctx), "DELETE", base, nil, nil); derr != nil && !isNotFound(derr) {
+			return nil, fmt.Errorf("%s did not start: %w; removing its configuration failed too (%s): %v", m.what, err, m.del, derr)
+		}
+		return nil, fmt.Errorf("%s was not created: it did not start: %w", m.what, err)
+	}
+	if err := c.call(ctx, "PUT", base+"/configs/active", map[string]uint64{"version": saved.Version}, nil); err != nil {
+		return fail(err)
+	}
+	if err := c.call(ctx, "POST", base+"/restart", nil, nil); err != nil {
+		return fail(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		v, err := get()
+		if err != nil {
+			return fail(err)
+		}
+		state, lastErr := status(v)
+		switch {
+		case state == "error":
+			return fail(errors.New(lastErr))
+		case state != "starting" || time.Now().After(deadline):
+			return v, nil
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
@@ -195,44 +194,13 @@ func (o *webhookOptions) config(name string) (*webhookBody, error) {
 		Stream: o.stream, Topic: o.topic, Schema: schema, BatchLength: 500, LingerTime: "2ms"}}}, nil
 }
 
-// createWebhook stores the configuration as the source's only version,
-// makes it active and starts it; when it does not start (its address is
-// taken, a secret variable is not set in the runtime), the configuration
-// is deleted again.
+// createWebhook creates and starts a webhook source (createManaged); when
+// it does not start (its address is taken, a secret variable is not set
+// in the runtime), its configuration is deleted again.
 func createWebhook(ctx context.Context, c *apiClient, name string, body *webhookBody) (*webhookView, error) {
-	key := url.PathEscape(webhookKey(name))
-	if err := c.call(ctx, "GET", "/sources/"+key+"/configs", nil, &[]webhookConfig{}); err == nil {
-		return nil, fmt.Errorf("webhook %s already exists; delete it first (ferry webhook delete %s)", name, name)
-	} else if !isNotFound(err) {
-		return nil, err
-	}
-	var saved webhookConfig
-	if err := c.call(ctx, "POST", "/sources/"+key+"/configs", body, &saved); err != nil {
-		return nil, fmt.Errorf("create webhook %s: %w", name, err)
-	}
-	fail := func(err error) (*webhookView, error) {
-		if derr := c.call(context.WithoutCancel(ctx), "DELETE", "/sources/"+key, nil, nil); derr != nil && !isNotFound(derr) {
-			return nil, fmt.Errorf("webhook %s did not start: %w; removing its configuration failed too (ferry webhook delete %s): %v", name, err, name, derr)
-		}
-		return nil, fmt.Errorf("webhook %s was not created: it did not start: %w", name, err)
-	}
-	if err := c.call(ctx, "PUT", "/sources/"+key+"/configs/active", map[string]uint64{"version": saved.Version}, nil); err != nil {
-		return fail(err)
-	}
-	if err := c.call(ctx, "POST", "/sources/"+key+"/restart", nil, nil); err != nil {
-		return fail(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		v, err := getWebhook(ctx, c, name)
-		switch {
-		case err != nil:
-			return fail(err)
-		case v.Status == "error":
-			return fail(errors.New(v.LastError))
-		case v.Status != "starting" || time.Now().After(deadline):
-			return v, nil
-		}
-	}
+	return createManaged(ctx, c, managed{"sources", webhookKey(name), "webhook " + name, "ferry webhook delete " + name}, body,
+		func() (*webhookView, error) { return getWebhook(ctx, c, name) },
+		func(v *webhookView) (string, string) { return v.Status, v.LastError })
 }
 
 // webhookView is a webhook as get and list show it; never a secret.
