@@ -155,8 +155,8 @@ var (
 )
 
 // TestEndpointOutageDeadLettersNothing runs the http sink in the real
-// runtime while its endpoint is down mid-stream, answering 500 for 45 s or
-// refusing connections for 30 s (3 s each with -short), in individual and
+// runtime while its endpoint is down mid-stream, answering 500 for 20 s or
+// refusing connections for 15 s (3 s each with -short), in individual and
 // ndjson modes: once it is back every message arrives, none is
 // dead-lettered, and while it is down the sink's last error says the
 // destination is unavailable.
@@ -165,7 +165,7 @@ func TestEndpointOutageDeadLettersNothing(t *testing.T) {
 	for _, o := range []struct {
 		outage
 		d time.Duration
-	}{{answer500, 45 * time.Second}, {refused, 30 * time.Second}} {
+	}{{answer500, 20 * time.Second}, {refused, 15 * time.Second}} {
 		if testing.Short() {
 			o.d = 3 * time.Second
 		}
