@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/ferryhq/ferry/config"
@@ -284,10 +283,8 @@ func getDerive(ctx context.Context, c *apiClient, name string) (*deriveView, err
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range st.Connectors {
-		if s.ConnectorType == "sink" && s.Key == info.Key {
-			v.Consumed, v.Processed, v.Errors, v.Dead = deref(s.Consumed), deref(s.Processed), s.Errors, s.DeadLettered
-		}
+	if s, ok := st.find("sink", info.Key); ok {
+		v.Consumed, v.Processed, v.Errors, v.Dead = deref(s.Consumed), deref(s.Processed), s.Errors, s.DeadLettered
 	}
 	return v, nil
 }
@@ -302,22 +299,11 @@ func newDeriveListCmd(f *apiFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var sinks []sinkInfo
-			if err := c.call(cmd.Context(), "GET", "/sinks", nil, &sinks); err != nil {
+			views, err := listManaged(cmd.Context(), c, "sinks", derivePrefix, isDerive,
+				func(name string) (*deriveView, error) { return getDerive(cmd.Context(), c, name) })
+			if err != nil {
 				return err
 			}
-			views := []*deriveView{}
-			for _, s := range sinks {
-				if !isDerive(s.Key, s.Path) {
-					continue
-				}
-				v, err := getDerive(cmd.Context(), c, strings.TrimPrefix(s.Key, derivePrefix))
-				if err != nil {
-					return err
-				}
-				views = append(views, v)
-			}
-			sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
 			if f.json {
 				return printJSON(cmd.OutOrStdout(), views)
 			}

@@ -402,22 +402,11 @@ func newHookListCmd(f *apiFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var sinks []sinkInfo
-			if err := c.call(cmd.Context(), "GET", "/sinks", nil, &sinks); err != nil {
+			hooks, err := listManaged(cmd.Context(), c, "sinks", hookPrefix, isHook,
+				func(name string) (*hookView, error) { return getHook(cmd.Context(), c, name) })
+			if err != nil {
 				return err
 			}
-			hooks := []*hookView{}
-			for _, s := range sinks {
-				if !isHook(s.Key, s.Path) {
-					continue
-				}
-				h, err := getHook(cmd.Context(), c, strings.TrimPrefix(s.Key, hookPrefix))
-				if err != nil {
-					return err
-				}
-				hooks = append(hooks, h)
-			}
-			sort.Slice(hooks, func(i, j int) bool { return hooks[i].Name < hooks[j].Name })
 			if f.json {
 				return printJSON(cmd.OutOrStdout(), hooks)
 			}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -284,4 +285,31 @@ func createManaged[V any](ctx context.Context, c *apiClient, m managed, body any
 			return v, nil
 		}
 	}
+}
+
+// listManaged reads the connectors of kind ("sinks" or "sources") that
+// is says are managed ones (a hook, a derived topic, a webhook source),
+// sorted by name (the key without prefix), each with get.
+func listManaged[V any](ctx context.Context, c *apiClient, kind, prefix string, is func(key, path string) bool,
+	get func(name string) (*V, error)) ([]*V, error) {
+	var infos []sinkInfo
+	if err := c.call(ctx, "GET", "/"+kind, nil, &infos); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range infos {
+		if is(s.Key, s.Path) {
+			names = append(names, strings.TrimPrefix(s.Key, prefix))
+		}
+	}
+	sort.Strings(names)
+	out := []*V{}
+	for _, name := range names {
+		v, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

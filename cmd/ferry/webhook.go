@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"sort"
 	"strings"
 
 	"github.com/ferryhq/ferry/config"
@@ -315,22 +314,11 @@ func newWebhookListCmd(f *apiFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var sources []sinkInfo
-			if err := c.call(cmd.Context(), "GET", "/sources", nil, &sources); err != nil {
+			list, err := listManaged(cmd.Context(), c, "sources", webhookPrefix, isWebhook,
+				func(name string) (*webhookView, error) { return getWebhook(cmd.Context(), c, name) })
+			if err != nil {
 				return err
 			}
-			list := []*webhookView{}
-			for _, s := range sources {
-				if !isWebhook(s.Key, s.Path) {
-					continue
-				}
-				v, err := getWebhook(cmd.Context(), c, strings.TrimPrefix(s.Key, webhookPrefix))
-				if err != nil {
-					return err
-				}
-				list = append(list, v)
-			}
-			sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 			if f.json {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
