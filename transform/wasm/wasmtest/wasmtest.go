@@ -1,7 +1,7 @@
-// Package wasmtest builds the Go guest module of Ferry's WebAssembly
-// tests (transform/wasm/testdata/goguest) with the standard toolchain,
-// once per test binary, for the tests of packages wasm, transform,
-// runtime and cmd/ferry.
+// Package wasmtest builds the Go guest modules of Ferry's WebAssembly
+// tests with the standard toolchain, once per test binary: the transform
+// guest (transform/wasm/testdata/goguest) for packages wasm, transform,
+// runtime and cmd/ferry, and any other (Build; package udaftest's).
 package wasmtest
 
 import (
@@ -19,46 +19,59 @@ import (
 	"github.com/ferryhq/ferry/transform/wasm"
 )
 
-var (
-	once  sync.Once
-	built string
-	err   error
-)
-
-// GoGuest returns the path of the guest module, building it on first use
-// (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared). The module is
-// kept in the system's temporary directory under a hash of its sources
-// and the Go version, so test binaries built from the same sources share
-// it; the tests never write it anywhere else.
-//
-// It also keeps wasm's compiled code in a directory there
-// (wasm.CacheDirEnv), unless the environment names one: compiling the
-// guest takes long under the race detector, and the test packages share
-// the result.
+// GoGuest returns the path of the guest module of the transform tests,
+// built on first use (Build).
 func GoGuest(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
+	return Build(t, "transform/wasm/testdata/goguest", "transform/wasm/guest", "transform/wasm/abi")
+}
+
+type result struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var builds sync.Map // source directory → *result
+
+// Build returns the path of the Go module in dir (relative to the
+// repository) built for WebAssembly (GOOS=wasip1 GOARCH=wasm go build
+// -buildmode=c-shared), on first use in this test binary. The module is
+// kept in the system's temporary directory under a hash of the Go
+// version and the sources of dir and deps (the directories of the guest
+// SDK it uses), so test binaries built from the same sources share it;
+// the tests never write it anywhere else.
+//
+// It also keeps wasm's compiled code in a directory there
+// (wasm.CacheDirEnv), unless the environment names one: compiling a Go
+// guest takes long under the race detector, and the test packages share
+// the result.
+func Build(t testing.TB, dir string, deps ...string) string {
+	t.Helper()
+	r, _ := builds.LoadOrStore(dir, &result{})
+	res := r.(*result)
+	res.once.Do(func() {
 		if os.Getenv(wasm.CacheDirEnv) == "" {
 			os.Setenv(wasm.CacheDirEnv, filepath.Join(os.TempDir(), "ferry-wasmtest-compiled"))
 		}
-		built, err = build()
+		res.path, res.err = compile(dir, deps)
 	})
-	if err != nil {
-		t.Fatalf("build the wasm guest: %v", err)
+	if res.err != nil {
+		t.Fatalf("build the wasm module %s: %v", dir, res.err)
 	}
-	return built
+	return res.path
 }
 
-func build() (string, error) {
+func compile(dir string, deps []string) (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("no caller")
 	}
-	root := filepath.Dir(filepath.Dir(file)) // transform/wasm
+	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // the repository
 	h := sha256.New()
-	fmt.Fprintln(h, runtime.Version())
-	for _, dir := range []string{"testdata/goguest", "guest", "abi"} {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+	fmt.Fprintln(h, runtime.Version(), dir)
+	for _, d := range append([]string{dir}, deps...) {
+		files, err := filepath.Glob(filepath.Join(root, d, "*.go"))
 		if err != nil {
 			return "", err
 		}
@@ -68,19 +81,19 @@ func build() (string, error) {
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
+			fmt.Fprintf(h, "%s %d\n", f[len(root):], len(b))
 			h.Write(b)
 		}
 	}
-	dir := filepath.Join(os.TempDir(), "ferry-wasmtest-"+hex.EncodeToString(h.Sum(nil))[:16])
-	out := filepath.Join(dir, "goguest.wasm")
+	cache := filepath.Join(os.TempDir(), "ferry-wasmtest-"+hex.EncodeToString(h.Sum(nil))[:16])
+	out := filepath.Join(cache, filepath.Base(dir)+".wasm")
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "build-*.wasm")
+	tmp, err := os.CreateTemp(cache, "build-*.wasm")
 	if err != nil {
 		return "", err
 	}
@@ -91,7 +104,7 @@ func build() (string, error) {
 		goBin = "go"
 	}
 	cmd := exec.Command(goBin, "build", "-buildmode=c-shared", "-o", tmp.Name(), ".")
-	cmd.Dir = filepath.Join(root, "testdata", "goguest")
+	cmd.Dir = filepath.Join(root, dir)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s: %w\n%s", cmd, err, b)
