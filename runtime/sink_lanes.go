@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -418,7 +419,7 @@ func (ls *laneSet) requeue(l *lane, n int, failed []connector.Message, cause err
 	p := ls.parts[l.id.partition]
 	fi := 0
 	for _, msg := range done {
-		if fi < len(failed) && failed[fi].Offset == msg.Offset {
+		if fi < len(failed) && sameMessage(&failed[fi], &msg) {
 			fi++
 			continue
 		}
@@ -458,6 +459,12 @@ func (ls *laneSet) requeue(l *lane, n int, failed []connector.Message, cause err
 	}
 	ls.cond.Broadcast()
 	ls.wakeCommitter()
+}
+
+// sameMessage tells whether a failure's copy is msg: a transform may make
+// several messages of one offset, so the offset alone does not say.
+func sameMessage(a, b *connector.Message) bool {
+	return a.Offset == b.Offset && a.ID == b.ID && bytes.Equal(a.Payload, b.Payload)
 }
 
 func (ls *laneSet) wakeCommitter() {
