@@ -76,11 +76,15 @@ The record starts again when the hook or the runtime restarts.`,
 
 // hookRuns reads a hook's recent runs from the runtime.
 func hookRuns(ctx context.Context, c *apiClient, name string) ([]exec.Run, error) {
-	if _, err := getHook(ctx, c, name); err != nil {
+	h, err := getHook(ctx, c, name)
+	if err != nil {
 		return nil, err
 	}
+	if h.URL != "" {
+		return nil, fmt.Errorf("hook %s sends to %s and keeps no run log: its last error (ferry hook get %s) and its dead-letter topic %s say what failed", name, h.URL, name, h.DeadLetter)
+	}
 	var a hookActivity
-	err := c.call(ctx, "GET", "/sinks/"+url.PathEscape(hookKey(name))+"/activity", nil, &a)
+	err = c.call(ctx, "GET", "/sinks/"+url.PathEscape(hookKey(name))+"/activity", nil, &a)
 	if isNotFound(err) {
 		return nil, errors.New("hook " + name + " is not running, so it has no recent runs (ferry hook get " + name + " says why)")
 	}

@@ -120,6 +120,8 @@ func TestHookWebhookDeliversSignedRequests(t *testing.T) {
 	require.Equal(t, receiver.URL+"/in", view["url"])
 	require.Equal(t, "standard-webhooks", view["signing"])
 
+	_, err = hook("logs", "notify")
+	require.ErrorContains(t, err, "keeps no run log")
 	_, err = hook("create", "both", "orders", "true", "--webhook", receiver.URL)
 	require.ErrorContains(t, err, "not both")
 	_, err = hook("create", "ftp", "orders", "--webhook", "ftp://example.com")
