@@ -48,8 +48,13 @@ func TestBenchmarkAndVerboseEvents(t *testing.T) {
 	require.NoError(t, rt.Start(ctx))
 	defer rt.Stop(context.Background())
 	eventually(t, "20 messages", func() bool { return len(e.sinks["out"].messages()) >= 20 })
-	eventually(t, "sink benchmark events", func() bool {
-		return strings.Contains(logs.String(), "connector_type=sink") && strings.Contains(logs.String(), "ffi_us=")
+	// The sink can consume a batch before its source has saved state and
+	// logged it, so both reports are waited for.
+	eventually(t, "source and sink benchmark events", func() bool {
+		l := logs.String()
+		return strings.Contains(l, "connector_type=sink") && strings.Contains(l, "ffi_us=") &&
+			strings.Contains(l, "connector_type=source") && strings.Contains(l, "state_save_us=") &&
+			strings.Contains(l, `msg="sent batch"`)
 	})
 
 	var src, sink, verbose int
