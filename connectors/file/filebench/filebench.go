@@ -1,7 +1,7 @@
 // Package filebench measures a whole Ferry pipeline: an NDJSON file read
-// by the `file` source, an add_fields transform, the embedded broker, and
-// the `file` sink writing NDJSON, all in one process through the real
-// runtime. It owns the run behind `ferry bench pipeline` and the
+// by the `file` source, a chain of JSON transforms, the embedded broker,
+// and one or more `file` sinks writing NDJSON, all in one process through
+// the real runtime. It owns the run behind `ferry bench pipeline` and the
 // BenchmarkFilePipeline benchmark.
 package filebench
 
@@ -14,15 +14,19 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/ferryhq/ferry/broker"
 	"github.com/ferryhq/ferry/config"
 	_ "github.com/ferryhq/ferry/connectors/file" // the file source and sink
+	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/runtime"
 )
 
-// Options of a run. The zero value runs 1,000,000 records of 200 bytes.
+// Options of a run. The zero value runs 1,000,000 records of 200 bytes
+// through the three-field chain into one sink on one partition.
 type Options struct {
 	// Records is how many NDJSON records go through; default 1,000,000.
 	Records int
@@ -35,6 +39,13 @@ type Options struct {
 	// BatchLength is the source's batch_size and both streams'
 	// batch_length; default 1000.
 	BatchLength int
+	// Transforms is the source's chain: Fields (the default), Add or None.
+	Transforms Chain
+	// Sinks is how many file sinks read the topic, each in its own consumer
+	// group writing its own files; default 1.
+	Sinks int
+	// Partitions is the topic's partition count; default 1.
+	Partitions int
 	// Logger receives the runtime's logs; nil discards them.
 	Logger *slog.Logger
 	// Stall bounds how long the output may stop growing before the run
@@ -42,17 +53,37 @@ type Options struct {
 	Stall time.Duration
 }
 
+// Chain names the transforms a run applies on the source.
+type Chain string
+
+const (
+	// Fields is three field changes, as the usual comparison of stream
+	// processors runs them: add two fields, delete one, update one when
+	// present (add_fields, delete_fields, update_fields).
+	Fields Chain = "fields"
+	// Add is one add_fields transform adding one field.
+	Add Chain = "add"
+	// None sends the records as they are.
+	None Chain = "none"
+)
+
+// Chains are the values Options.Transforms takes.
+var Chains = []Chain{Fields, Add, None}
+
 // Result is what a run measured. Elapsed and CPU cover the runtime's start
-// until the last record is in the output file (fsynced), not the input's
-// generation or the output's check.
+// until the last record is in every sink's output (fsynced), not the
+// input's generation or the output's check.
 type Result struct {
 	Records     int
 	InputBytes  int64
-	OutputBytes int64
+	OutputBytes int64 // of all sinks together
 	Elapsed     time.Duration
 	// CPU is the user and system time of the whole process (runtime,
 	// broker and connectors) over Elapsed, from getrusage.
 	CPU time.Duration
+	// PeakRSS is the process's peak resident set over the run, in bytes
+	// (Linux: VmHWM, reset at the start; 0 where not measured).
+	PeakRSS int64
 }
 
 // MessagesPerSecond is records over elapsed time.
@@ -66,12 +97,10 @@ func (r Result) CPUMicrosPerMessage() float64 {
 	return float64(r.CPU.Microseconds()) / float64(r.Records)
 }
 
-// added is what the add_fields transform appends to each record.
-const added = `,"pipeline":"ferry"`
+// Check fills in o's defaults and reports an option out of range.
+func (o *Options) Check() error { return o.defaults() }
 
-// Run generates the input, runs the pipeline until every record is in the
-// output, checks the output, and stops the runtime.
-func Run(ctx context.Context, o Options) (Result, error) {
+func (o *Options) defaults() error {
 	if o.Records == 0 {
 		o.Records = 1_000_000
 	}
@@ -81,16 +110,40 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.BatchLength == 0 {
 		o.BatchLength = 1000
 	}
+	if o.Transforms == "" {
+		o.Transforms = Fields
+	}
+	if o.Sinks == 0 {
+		o.Sinks = 1
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 1
+	}
 	if o.Stall == 0 {
 		o.Stall = 2 * time.Minute
 	}
 	switch {
 	case o.Records < 1:
-		return Result{}, fmt.Errorf("records is %d, want at least 1", o.Records)
+		return fmt.Errorf("records is %d, want at least 1", o.Records)
 	case o.Size < 64 || o.Size > 1<<20:
-		return Result{}, fmt.Errorf("size is %d, want 64 to 1048576 bytes", o.Size)
+		return fmt.Errorf("size is %d, want 64 to 1048576 bytes", o.Size)
 	case o.BatchLength < 1:
-		return Result{}, fmt.Errorf("batch length is %d, want at least 1", o.BatchLength)
+		return fmt.Errorf("batch length is %d, want at least 1", o.BatchLength)
+	case !slices.Contains(Chains, o.Transforms):
+		return fmt.Errorf("transforms is %q, want one of %v", o.Transforms, Chains)
+	case o.Sinks < 1 || o.Sinks > 64:
+		return fmt.Errorf("sinks is %d, want 1 to 64", o.Sinks)
+	case o.Partitions < 1 || o.Partitions > 1024:
+		return fmt.Errorf("partitions is %d, want 1 to 1024", o.Partitions)
+	}
+	return nil
+}
+
+// Run generates the input, runs the pipeline until every record is in
+// every sink's output, checks the output, and stops the runtime.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.defaults(); err != nil {
+		return Result{}, err
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -102,14 +155,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		dir = tmp
 	}
 	input := filepath.Join(dir, "input.ndjson")
-	output := filepath.Join(dir, "out", "records-0.ndjson")
 	res := Result{Records: o.Records}
 	var err error
 	if res.InputBytes, err = writeInput(input, o.Records, o.Size); err != nil {
 		return Result{}, err
 	}
-	want := res.InputBytes + int64(o.Records*len(added))
-	if err := writeConfig(dir, input, o.BatchLength); err != nil {
+	want := int64(0)
+	for i := range o.Records {
+		want += int64(len(output(nil, i, o.Size, o.Transforms)) + 1)
+	}
+	if err := writeConfig(dir, input, o); err != nil {
+		return Result{}, err
+	}
+	if err := createTopic(ctx, filepath.Join(dir, "state", "broker"), o.Partitions); err != nil {
 		return Result{}, err
 	}
 	env := config.WithEnv(config.MapEnv(nil))
@@ -122,12 +180,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 
+	runtimeGC()
+	resetPeakRSS()
 	cpu0, start := cpuTime(), time.Now()
 	if err := rt.Start(ctx); err != nil {
 		return Result{}, fmt.Errorf("start the runtime: %w", err)
 	}
-	waitErr := waitForSize(ctx, output, want, o.Stall)
-	res.Elapsed, res.CPU = time.Since(start), cpuTime()-cpu0
+	waitErr := waitForSize(ctx, sinkDirs(dir, o.Sinks), want, o.Stall)
+	res.Elapsed, res.CPU, res.PeakRSS = time.Since(start), cpuTime()-cpu0, peakRSS()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	stopErr := rt.Stop(stopCtx)
@@ -137,8 +197,45 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if stopErr != nil {
 		return res, fmt.Errorf("stop the runtime: %w", stopErr)
 	}
-	res.OutputBytes, err = checkOutput(output, o.Records)
-	return res, err
+	for _, d := range sinkDirs(dir, o.Sinks) {
+		n, err := checkOutput(d, o)
+		res.OutputBytes += n
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// createTopic creates the topic with its partitions in the embedded
+// broker's data directory before the runtime opens it (the runtime creates
+// missing topics with one partition).
+func createTopic(ctx context.Context, dataDir string, partitions int) error {
+	b, err := broker.Start(ctx, broker.Config{Addr: "127.0.0.1:0", DataDir: dataDir, RootUsername: "iggy", RootPassword: "iggy"})
+	if err != nil {
+		return fmt.Errorf("prepare the broker: %w", err)
+	}
+	defer b.Close()
+	c, err := iggy.Dial(ctx, b.Addr(), iggy.WithCredentials("iggy", "iggy"))
+	if err != nil {
+		return fmt.Errorf("prepare the broker: %w", err)
+	}
+	defer c.Close()
+	if _, err := c.CreateStream(ctx, "bench"); err != nil {
+		return fmt.Errorf("create stream bench: %w", err)
+	}
+	if _, err := c.CreateTopic(ctx, iggy.NamedID("bench"), "records", uint32(partitions)); err != nil {
+		return fmt.Errorf("create topic bench/records: %w", err)
+	}
+	return nil
+}
+
+func sinkDirs(dir string, sinks int) []string {
+	out := make([]string, sinks)
+	for i := range out {
+		out[i] = filepath.Join(dir, "out", fmt.Sprintf("sink-%d", i))
+	}
+	return out
 }
 
 // record returns record i, exactly size bytes of JSON.
@@ -150,6 +247,24 @@ func record(buf []byte, i, size int) []byte {
 		buf = append(buf, 'x')
 	}
 	return append(buf, '"', '}')
+}
+
+// output returns what chain makes of record i: with Fields, "title"
+// deleted, "name" updated, two fields added.
+func output(buf []byte, i, size int, chain Chain) []byte {
+	rec := record(buf, i, size)
+	switch chain {
+	case Add:
+		return append(rec[:len(rec)-1], `,"pipeline":"ferry"}`...)
+	case Fields:
+		out := make([]byte, 0, len(rec)+32)
+		out = append(out, rec[:bytes.IndexByte(rec, ',')]...) // {"id":N
+		out = append(out, `,"name":"Ferry"`...)
+		text := rec[bytes.Index(rec, []byte(`,"text":`)) : len(rec)-1]
+		out = append(out, text...)
+		return append(out, `,"pipeline":"ferry","version":2}`...)
+	}
+	return rec
 }
 
 func writeInput(path string, n, size int) (int64, error) {
@@ -171,11 +286,42 @@ func writeInput(path string, n, size int) (int64, error) {
 	return int64(n) * int64(size+1), f.Close()
 }
 
-func writeConfig(dir, input string, batch int) error {
+// transforms is each chain's TOML on the source's stream.
+var transforms = map[Chain]string{
+	None: "",
+	Add: `[transforms.add_fields]
+enabled = true
+[[transforms.add_fields.fields]]
+key = "pipeline"
+value.static = "ferry"
+`,
+	Fields: `[transforms.add_fields]
+enabled = true
+[[transforms.add_fields.fields]]
+key = "pipeline"
+value.static = "ferry"
+[[transforms.add_fields.fields]]
+key = "version"
+value.static = 2
+[transforms.delete_fields]
+enabled = true
+fields = ["title"]
+[transforms.update_fields]
+enabled = true
+[[transforms.update_fields.fields]]
+key = "name"
+value.static = "Ferry"
+condition = "key_exists"
+`,
+}
+
+func writeConfig(dir, input string, o Options) error {
 	files := map[string]string{
 		"config.toml": `[iggy]
 address = "embedded"
 embedded_address = "127.0.0.1:0"
+username = "iggy"
+password = "iggy"
 [state]
 path = "state"
 [connectors]
@@ -191,19 +337,16 @@ stream = "bench"
 topic = "records"
 schema = "json"
 batch_length = %[2]d
-[transforms.add_fields]
-enabled = true
-[[transforms.add_fields.fields]]
-key = "pipeline"
-value.static = "ferry"
-[plugin_config]
+%[3]s[plugin_config]
 paths = [%[1]q]
 format = "ndjson"
 batch_size = %[2]d
 max_batch_bytes = "64MiB"
-`, input, batch),
-		"connectors/sink.toml": fmt.Sprintf(`type = "sink"
-key = "bench_sink"
+`, input, o.BatchLength, transforms[o.Transforms]),
+	}
+	for i, d := range sinkDirs(dir, o.Sinks) {
+		files[fmt.Sprintf("connectors/sink-%d.toml", i)] = fmt.Sprintf(`type = "sink"
+key = "bench_sink_%[3]d"
 path = "file"
 [[streams]]
 stream = "bench"
@@ -214,7 +357,7 @@ poll_interval = "1ms"
 [plugin_config]
 path = %[1]q
 format = "ndjson"
-`, filepath.Join(dir, "out", "{topic}-{partition}.ndjson"), batch),
+`, filepath.Join(d, "{topic}-{partition}.ndjson"), o.BatchLength, i)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "connectors"), 0o755); err != nil {
 		return fmt.Errorf("config directory: %w", err)
@@ -227,26 +370,41 @@ format = "ndjson"
 	return nil
 }
 
-// waitForSize waits until the output holds want bytes (the sink fsyncs
-// before the runtime commits, so the size is what is durable), failing
-// when it stops growing for stall.
-func waitForSize(ctx context.Context, path string, want int64, stall time.Duration) error {
+// dirSize is the size of the files in dir (0 when it does not exist yet).
+func dirSize(dir string) int64 {
+	entries, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && !e.IsDir() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// waitForSize waits until each sink's directory holds want bytes (the
+// sink fsyncs before the runtime commits, so the size is what is durable),
+// failing when the output stops growing for stall.
+func waitForSize(ctx context.Context, dirs []string, want int64, stall time.Duration) error {
 	var last int64 = -1
 	lastChange := time.Now()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		var size int64
-		if fi, err := os.Stat(path); err == nil {
-			size = fi.Size()
+		var total int64
+		done := true
+		for _, d := range dirs {
+			n := dirSize(d)
+			total += n
+			done = done && n >= want
 		}
-		if size >= want {
+		if done {
 			return nil
 		}
-		if size != last {
-			last, lastChange = size, time.Now()
+		if total != last {
+			last, lastChange = total, time.Now()
 		} else if time.Since(lastChange) > stall {
-			return fmt.Errorf("output stopped at %d of %d bytes for %s", size, want, stall)
+			return fmt.Errorf("output stopped at %d of %d bytes for %s", total, want*int64(len(dirs)), stall)
 		}
 		select {
 		case <-ctx.Done():
@@ -256,41 +414,56 @@ func waitForSize(ctx context.Context, path string, want int64, stall time.Durati
 	}
 }
 
-// checkOutput checks that the output holds every record once, transformed.
-func checkOutput(path string, n int) (int64, error) {
-	f, err := os.Open(path)
+// checkOutput checks that one sink's files hold every record once,
+// transformed, and returns their size.
+func checkOutput(dir string, o Options) (int64, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, fmt.Errorf("open output: %w", err)
+		return 0, fmt.Errorf("read output: %w", err)
 	}
-	defer f.Close()
-	seen := make([]bool, n)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<21)
+	seen := make([]bool, o.Records)
 	var bytesRead int64
 	count := 0
-	for sc.Scan() {
-		line := sc.Bytes()
-		bytesRead += int64(len(line) + 1)
-		if !bytes.HasSuffix(line, []byte(added+"}")) {
-			return bytesRead, fmt.Errorf("output line %d lacks the added field: %.80s", count+1, line)
+	var want []byte
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(path)
+		if err != nil {
+			return bytesRead, fmt.Errorf("open output: %w", err)
 		}
-		rest, ok := bytes.CutPrefix(line, []byte(`{"id":`))
-		end := bytes.IndexByte(rest, ',')
-		if !ok || end < 0 {
-			return bytesRead, fmt.Errorf("output line %d is not a record: %.80s", count+1, line)
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<21+64)
+		line := 0
+		for sc.Scan() {
+			got := sc.Bytes()
+			line++
+			bytesRead += int64(len(got) + 1)
+			rest, ok := bytes.CutPrefix(got, []byte(`{"id":`))
+			end := bytes.IndexByte(rest, ',')
+			if !ok || end < 0 {
+				f.Close()
+				return bytesRead, fmt.Errorf("%s:%d is not a record: %.80s", path, line, got)
+			}
+			id, err := strconv.Atoi(string(rest[:end]))
+			if err != nil || id < 0 || id >= o.Records || seen[id] {
+				f.Close()
+				return bytesRead, fmt.Errorf("%s:%d: id %q is out of range or repeated", path, line, rest[:end])
+			}
+			if want = output(want, id, o.Size, o.Transforms); !bytes.Equal(got, want) {
+				f.Close()
+				return bytesRead, fmt.Errorf("%s:%d is not the transformed record %d:\n got %.120s\nwant %.120s", path, line, id, got, want)
+			}
+			seen[id] = true
+			count++
 		}
-		id, err := strconv.Atoi(string(rest[:end]))
-		if err != nil || id < 0 || id >= n || seen[id] {
-			return bytesRead, fmt.Errorf("output line %d: id %q is out of range or repeated", count+1, rest[:end])
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return bytesRead, fmt.Errorf("read %s: %w", path, err)
 		}
-		seen[id] = true
-		count++
 	}
-	if err := sc.Err(); err != nil {
-		return bytesRead, fmt.Errorf("read output: %w", err)
-	}
-	if count != n {
-		return bytesRead, fmt.Errorf("output has %d records, want %d", count, n)
+	if count != o.Records {
+		return bytesRead, fmt.Errorf("%s has %d records, want %d", dir, count, o.Records)
 	}
 	return bytesRead, nil
 }

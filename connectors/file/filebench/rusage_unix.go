@@ -3,6 +3,10 @@
 package filebench
 
 import (
+	"bytes"
+	"os"
+	rt "runtime"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -14,4 +18,30 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runtimeGC returns the input generation's garbage before the run.
+func runtimeGC() { rt.GC() }
+
+// resetPeakRSS restarts the kernel's peak resident set count (Linux:
+// writing 5 to clear_refs), so peakRSS covers the run only.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the peak resident set since resetPeakRSS, in bytes (VmHWM;
+// 0 where /proc is not there).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+			kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(v), []byte(" kB"))), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
