@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"errors"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"runtime/debug"
@@ -231,13 +232,39 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-const maxPooledFrame = 1 << 20
+// Reply frames come from pools: frames up to maxPooledFrame from one,
+// larger ones (a poll of many messages) from a pool per power of two up to
+// maxLargeFrame, so a steady stream of big polls reuses its buffers.
+const (
+	maxPooledFrame = 1 << 20
+	maxLargeFrame  = 64 << 20
+)
 
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+var (
+	framePool      = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+	largeFramePool [6]sync.Pool // 2, 4, ... 64 MiB: maxLargeFrame / maxPooledFrame = 2^6
+)
+
+// largeClass is the large pool for a frame of n bytes, and its buffers'
+// size; ok is false beyond maxLargeFrame.
+func largeClass(n int) (i, size int, ok bool) {
+	if n > maxLargeFrame {
+		return 0, 0, false
+	}
+	i = bits.Len(uint(n-1)) - bits.Len(maxPooledFrame)
+	return i, maxPooledFrame << (i + 1), true
+}
 
 func getFrame(n int) []byte {
 	if n > maxPooledFrame {
-		return make([]byte, n)
+		i, size, ok := largeClass(n)
+		if !ok {
+			return make([]byte, n)
+		}
+		if p, _ := largeFramePool[i].Get().(*[]byte); p != nil {
+			return (*p)[:n]
+		}
+		return make([]byte, n, size)
 	}
 	p := framePool.Get().(*[]byte)
 	if cap(*p) < n {
@@ -247,11 +274,28 @@ func getFrame(n int) []byte {
 }
 
 func putFrame(b []byte) {
-	if cap(b) > maxPooledFrame || cap(b) < wire.HeaderSize {
+	if cap(b) > maxPooledFrame {
+		if i, size, ok := largeClass(cap(b)); ok && cap(b) == size {
+			b = b[:0]
+			largeFramePool[i].Put(&b)
+		}
+		return
+	}
+	if cap(b) < wire.HeaderSize {
 		return
 	}
 	b = b[:0]
 	framePool.Put(&b)
+}
+
+// keepReadBuffer reports whether a connection's read buffer, holding the
+// frame just read, is kept for the next: any buffer up to maxPooledFrame,
+// and a logged-in connection's larger one (up to maxLargeFrame) while its
+// frames fill a quarter of it, so a producer sending big batches reads
+// each into the same buffer and one that went back to small frames lets
+// the big buffer go.
+func keepReadBuffer(frame []byte, bound bool) bool {
+	return cap(frame) <= maxPooledFrame || bound && cap(frame) <= maxLargeFrame && len(frame) >= cap(frame)/4
 }
 
 func (c *conn) readLoop() {
@@ -292,8 +336,10 @@ func (c *conn) readLoop() {
 			c.logReadError(err)
 			return
 		}
-		if cap(frame) <= maxPooledFrame {
+		if keepReadBuffer(frame, limit == wire.MaxFrameSize) {
 			buf = frame[:0]
+		} else if cap(buf) > maxPooledFrame {
+			buf = make([]byte, 0, 64<<10)
 		}
 		c.lastSeen.Store(time.Now().UnixNano())
 		if k := wire.Kind(frame); k != wire.FrameRequest {

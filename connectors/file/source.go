@@ -84,6 +84,7 @@ type Source struct {
 	skipped uint64
 	// stopped is set by on_invalid = "stop": Poll returns it from then on.
 	stopped error
+	last    batchSizes // of the last batch: the next is allocated for as much
 }
 
 // NewSource builds a file source from its configuration.
@@ -142,8 +143,9 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		if !s.scanned || (s.cfg.follow && s.now().Sub(s.lastScan) >= s.cfg.pollInterval) {
 			s.scan()
 		}
-		b := &batch{Batch: connector.Batch{Schema: s.cfg.schema}, max: s.cfg.batchSize, maxBytes: s.cfg.maxBatchBytes}
+		b := s.newBatch()
 		s.fill(b)
+		s.last = b.sizes()
 		if s.stopped != nil && len(b.Messages) == 0 && !b.changed {
 			return nil, s.stopped
 		}
@@ -167,7 +169,11 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 // batch is a Batch being filled.
 type batch struct {
 	connector.Batch
-	arena    []byte // payloads are slices of it
+	// arena holds the payloads: each is a slice of the chunk it was copied
+	// to. A payload that does not fit starts a new chunk instead of growing
+	// the old one, so no payload pins a copy that was outgrown.
+	arena    []byte
+	bytes    int    // payload bytes of the batch
 	meta     []byte // PositionHeader values are slices of it
 	headers  []connector.Header
 	posKey   connector.HeaderKey
@@ -176,15 +182,47 @@ type batch struct {
 	changed  bool // offsets moved without messages (skipped lines, resets)
 }
 
-func (b *batch) full() bool { return len(b.Messages) >= b.max || len(b.arena) >= b.maxBytes }
+// batchSizes is what a batch held: the next one is allocated for as much.
+type batchSizes struct{ messages, bytes, meta, headers int }
+
+// minChunk is the smallest arena chunk.
+const minChunk = 64 << 10
+
+// newBatch is an empty batch with room for what the last one held.
+func (s *Source) newBatch() *batch {
+	b := &batch{Batch: connector.Batch{Schema: s.cfg.schema}, max: s.cfg.batchSize, maxBytes: s.cfg.maxBatchBytes}
+	l := s.last
+	if l.messages > 0 {
+		b.Messages = make([]connector.Message, 0, min(l.messages+l.messages/8+1, s.cfg.batchSize))
+		b.headers = make([]connector.Header, 0, l.headers+l.headers/8+1)
+		b.meta = make([]byte, 0, l.meta+l.meta/8+64)
+	}
+	b.arena = make([]byte, 0, max(minChunk, min(l.bytes+l.bytes/8, s.cfg.maxBatchBytes+s.cfg.maxMessage)))
+	return b
+}
+
+func (b *batch) sizes() batchSizes {
+	return batchSizes{messages: len(b.Messages), bytes: b.bytes, meta: len(b.meta), headers: len(b.headers)}
+}
+
+func (b *batch) full() bool { return len(b.Messages) >= b.max || b.bytes >= b.maxBytes }
+
+// copyPayload copies p into the arena.
+func (b *batch) copyPayload(p []byte) []byte {
+	if cap(b.arena)-len(b.arena) < len(p) {
+		b.arena = make([]byte, 0, max(minChunk, len(p), cap(b.arena)/2))
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, p...)
+	b.bytes += len(p)
+	return b.arena[start:len(b.arena):len(b.arena)]
+}
 
 // add appends a message with a copy of payload, found at offset in the
 // file id at path, with the PositionHeader and, when pathHeader is set, a
 // header naming the file; extra headers follow. Its id is recordID's.
 func (b *batch) add(payload []byte, pathHeader, path string, id ident, offset int64, extra ...connector.Header) {
-	start := len(b.arena)
-	b.arena = append(b.arena, payload...)
-	m := connector.Message{ID: recordID(id, offset, payload), Payload: b.arena[start:len(b.arena):len(b.arena)]}
+	m := connector.Message{ID: recordID(id, offset, payload), Payload: b.copyPayload(payload)}
 	if b.posKey.Data == nil {
 		b.posKey = header.StringKey(PositionHeader)
 	}

@@ -2,7 +2,6 @@ package file
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/jsonx"
 	"github.com/zeebo/xxh3"
 )
 
@@ -324,7 +324,7 @@ func (s *Source) emit(t *tracked, l line, b *batch) bool {
 			b.changed = true // blank lines are allowed between records
 			break
 		}
-		if !json.Valid(data) {
+		if !jsonx.Valid(data) { // the fast scanner: a third of encoding/json's CPU
 			return s.invalid(t, l.start, l.end, b, "line is not valid JSON", data)
 		}
 		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, l.start)

@@ -45,3 +45,15 @@ func BenchmarkStdValid2KB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckLongStrings is a 200-byte record most of which is one
+// string, as log lines and the pipeline benchmark's records are.
+func BenchmarkCheckLongStrings(b *testing.B) {
+	rec := []byte(`{"id":123456,"title":"Hello","name":"World","text":"` + strings.Repeat("lorem ipsum ", 11) + `"}`)
+	b.SetBytes(int64(len(rec)))
+	for b.Loop() {
+		if err := Check(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
