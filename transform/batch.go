@@ -68,6 +68,7 @@ type item struct {
 // A chain without batch transforms does what Apply does to each message.
 func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema connector.Schema) BatchResult {
 	res := BatchResult{Schema: schema}
+	var out payloadArena
 	items := make([]item, len(msgs))
 	for i := range msgs {
 		items[i] = item{msgs[i], i, schema}
@@ -79,7 +80,7 @@ func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema 
 			for j < len(c) && !isBatchTransform(c[j]) {
 				j++
 			}
-			items = c[i:j].applyEach(items, &res)
+			items = c[i:j].applyEach(items, &res, &out)
 			i = j
 			continue
 		}
@@ -97,12 +98,13 @@ func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema 
 
 func isBatchTransform(t Transform) bool { _, ok := t.(BatchTransform); return ok }
 
-// applyEach runs per-message transforms c on each item.
-func (c Chain) applyEach(items []item, res *BatchResult) []item {
+// applyEach runs per-message transforms c on each item, writing the
+// payloads they change into out.
+func (c Chain) applyEach(items []item, res *BatchResult, out *payloadArena) []item {
 	kept := items[:0]
 	for k := range items {
-		it := items[k]
-		s, keep, err := c.Apply(&it.m, it.schema)
+		it := &items[k]
+		s, keep, err := c.apply(&it.m, it.schema, out)
 		switch {
 		case err != nil:
 			res.Failed = append(res.Failed, Failure{it.from, err})
@@ -110,7 +112,7 @@ func (c Chain) applyEach(items []item, res *BatchResult) []item {
 			res.Filtered++
 		default:
 			it.schema = s
-			kept = append(kept, it)
+			kept = append(kept, *it)
 		}
 	}
 	return kept

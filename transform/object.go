@@ -102,9 +102,13 @@ func (o *object) value(v *compiledValue) []byte {
 
 // result is the payload after the run: the original bytes when nothing
 // changed, else a new buffer.
-func (o *object) result() []byte {
+func (o *object) result() []byte { return o.resultIn(nil) }
+
+// resultIn is result with a changed payload written into p's chunks
+// (a new buffer when p is nil).
+func (o *object) resultIn(p *payloadArena) []byte {
 	if o.replaced != nil {
-		return append([]byte(nil), o.replaced...)
+		return append(p.alloc(len(o.replaced)), o.replaced...)
 	}
 	if !o.changed {
 		return o.src
@@ -115,7 +119,7 @@ func (o *object) result() []byte {
 			n += len(m.Key) + len(m.Value) + 4
 		}
 	}
-	out := make([]byte, 0, n)
+	out := p.alloc(n)
 	out = append(out, '{')
 	first := true
 	for i := range o.members {
@@ -133,6 +137,29 @@ func (o *object) result() []byte {
 		out = append(out, m.Value...)
 	}
 	return append(out, '}')
+}
+
+// payloadArena hands out room for a batch's new payloads from chunks, so a
+// batch of changed messages costs a few allocations instead of one each.
+// A chunk is never reused: the payloads in it live as long as their
+// messages. The nil *payloadArena allocates each payload on its own.
+type payloadArena struct{ chunk []byte }
+
+// payloadChunk is the size of a chunk; a larger payload gets its own.
+const payloadChunk = 64 << 10
+
+// alloc returns an empty slice with room for n bytes: appending up to n
+// bytes to it writes into the current chunk.
+func (p *payloadArena) alloc(n int) []byte {
+	if p == nil || n > payloadChunk/4 {
+		return make([]byte, 0, n)
+	}
+	if cap(p.chunk)-len(p.chunk) < n {
+		p.chunk = make([]byte, 0, payloadChunk)
+	}
+	start := len(p.chunk)
+	p.chunk = p.chunk[:start+n]
+	return p.chunk[start : start : start+n]
 }
 
 // fieldKey is a configured top-level key, ready to compare and to write.

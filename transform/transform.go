@@ -156,6 +156,12 @@ func Build(specs []Spec) (Chain, error) {
 // drops the message or fails. It returns the payload's schema after the
 // chain.
 func (c Chain) Apply(m *connector.Message, schema connector.Schema) (connector.Schema, bool, error) {
+	return c.apply(m, schema, nil)
+}
+
+// apply is Apply writing changed payloads into out's chunks (a new buffer
+// each when out is nil).
+func (c Chain) apply(m *connector.Message, schema connector.Schema, out *payloadArena) (connector.Schema, bool, error) {
 	for i := 0; i < len(c); {
 		ot, isObject := c[i].(objectTransform)
 		if !isObject {
@@ -189,7 +195,7 @@ func (c Chain) Apply(m *connector.Message, schema connector.Schema) (connector.S
 			}
 			i++
 		}
-		m.Payload = o.result()
+		m.Payload = o.resultIn(out)
 		putObject(o)
 		if !keep {
 			return schema, false, nil
