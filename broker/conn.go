@@ -5,7 +5,6 @@ import (
 	"container/list"
 	"errors"
 	"io"
-	"math/bits"
 	"net"
 	"os"
 	"runtime/debug"
@@ -232,39 +231,16 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-// Reply frames come from pools: frames up to maxPooledFrame from one,
-// larger ones (a poll of many messages) from a pool per power of two up to
-// maxLargeFrame, so a steady stream of big polls reuses its buffers.
-const (
-	maxPooledFrame = 1 << 20
-	maxLargeFrame  = 64 << 20
-)
+const maxPooledFrame = 1 << 20
 
-var (
-	framePool      = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-	largeFramePool [6]sync.Pool // 2, 4, ... 64 MiB: maxLargeFrame / maxPooledFrame = 2^6
-)
+// maxKeptReadBuffer bounds the read buffer a logged-in connection keeps.
+const maxKeptReadBuffer = 64 << 20
 
-// largeClass is the large pool for a frame of n bytes, and its buffers'
-// size; ok is false beyond maxLargeFrame.
-func largeClass(n int) (i, size int, ok bool) {
-	if n > maxLargeFrame {
-		return 0, 0, false
-	}
-	i = bits.Len(uint(n-1)) - bits.Len(maxPooledFrame)
-	return i, maxPooledFrame << (i + 1), true
-}
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 func getFrame(n int) []byte {
 	if n > maxPooledFrame {
-		i, size, ok := largeClass(n)
-		if !ok {
-			return make([]byte, n)
-		}
-		if p, _ := largeFramePool[i].Get().(*[]byte); p != nil {
-			return (*p)[:n]
-		}
-		return make([]byte, n, size)
+		return make([]byte, n)
 	}
 	p := framePool.Get().(*[]byte)
 	if cap(*p) < n {
@@ -274,14 +250,7 @@ func getFrame(n int) []byte {
 }
 
 func putFrame(b []byte) {
-	if cap(b) > maxPooledFrame {
-		if i, size, ok := largeClass(cap(b)); ok && cap(b) == size {
-			b = b[:0]
-			largeFramePool[i].Put(&b)
-		}
-		return
-	}
-	if cap(b) < wire.HeaderSize {
+	if cap(b) > maxPooledFrame || cap(b) < wire.HeaderSize {
 		return
 	}
 	b = b[:0]
@@ -290,12 +259,12 @@ func putFrame(b []byte) {
 
 // keepReadBuffer reports whether a connection's read buffer, holding the
 // frame just read, is kept for the next: any buffer up to maxPooledFrame,
-// and a logged-in connection's larger one (up to maxLargeFrame) while its
+// and a logged-in connection's larger one (up to maxKeptReadBuffer) while its
 // frames fill a quarter of it, so a producer sending big batches reads
 // each into the same buffer and one that went back to small frames lets
 // the big buffer go.
 func keepReadBuffer(frame []byte, bound bool) bool {
-	return cap(frame) <= maxPooledFrame || bound && cap(frame) <= maxLargeFrame && len(frame) >= cap(frame)/4
+	return cap(frame) <= maxPooledFrame || bound && cap(frame) <= maxKeptReadBuffer && len(frame) >= cap(frame)/4
 }
 
 func (c *conn) readLoop() {
