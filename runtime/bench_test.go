@@ -69,9 +69,20 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkPipeline measures a whole pipeline: a source of pre-generated
-// 200-byte JSON records → the embedded broker (file-backed) → a counting
-// sink, in one process. It reports messages/s and CPU µs per message.
+// 200-byte JSON records → the embedded broker (file-backed) → 1, 2 or 4
+// counting sinks (each its own connector and consumer group), in one
+// process. It reports messages/s and CPU µs per message; the cost of each
+// extra sink on a topic is the difference between sinks=N and sinks=1
+// over N-1:
+//
+//	go test -run '^$' -bench 'BenchmarkPipeline' -benchtime 1000000x ./runtime/
 func BenchmarkPipeline(b *testing.B) {
+	for _, sinks := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("sinks=%d", sinks), func(b *testing.B) { benchPipeline(b, sinks) })
+	}
+}
+
+func benchPipeline(b *testing.B, sinks int) {
 	dir := b.TempDir()
 	must := func(err error) {
 		if err != nil {
@@ -81,19 +92,25 @@ func BenchmarkPipeline(b *testing.B) {
 	must(os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
 	must(os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[iggy]\naddress = \"embedded\"\nembedded_address = \"127.0.0.1:0\"\n[state]\npath = \"state\"\n[connectors]\nconfig_dir = \"connectors\"\n[http]\nenabled = false\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "connectors/src.toml"), []byte("type = \"source\"\nkey = \"src\"\npath = \"fixed\"\n[[streams]]\nstream = \"bench\"\ntopic = \"t\"\nbatch_length = 1000\n"), 0o644))
-	must(os.WriteFile(filepath.Join(dir, "connectors/dst.toml"), []byte("type = \"sink\"\nkey = \"dst\"\npath = \"count\"\n[[streams]]\nstream = \"bench\"\ntopics = [\"t\"]\nbatch_length = 1000\npoll_interval = \"1ms\"\n"), 0o644))
+	for i := range sinks {
+		must(os.WriteFile(filepath.Join(dir, fmt.Sprintf("connectors/dst%d.toml", i)), []byte(fmt.Sprintf("type = \"sink\"\nkey = \"dst%d\"\npath = \"count%d\"\n[[streams]]\nstream = \"bench\"\ntopics = [\"t\"]\nbatch_length = 1000\npoll_interval = \"1ms\"\n", i, i)), 0o644))
+	}
 
 	batch := make([]connector.Message, 1000)
 	for i := range batch {
 		batch[i].Payload = record200(i)
 	}
 	src := &fixedSource{batch: batch, total: int64(b.N)}
-	sink := &countSink{want: int64(b.N), done: make(chan struct{})}
 	reg := connector.NewRegistry()
 	must(reg.Register(connector.Info{Kind: connector.KindSource, Name: "fixed",
 		NewSource: func(connector.Config) (connector.Source, error) { return src, nil }}))
-	must(reg.Register(connector.Info{Kind: connector.KindSink, Name: "count",
-		NewSink: func(connector.Config) (connector.Sink, error) { return sink, nil }}))
+	counts := make([]*countSink, sinks)
+	for i := range counts {
+		sink := &countSink{want: int64(b.N), done: make(chan struct{})}
+		counts[i] = sink
+		must(reg.Register(connector.Info{Kind: connector.KindSink, Name: fmt.Sprintf("count%d", i),
+			NewSink: func(connector.Config) (connector.Sink, error) { return sink, nil }}))
+	}
 	cfg, err := config.Load(filepath.Join(dir, "config.toml"), config.WithEnv(config.MapEnv(nil)))
 	must(err)
 	rt, err := New(cfg, Options{Registry: reg, ConfigOptions: []config.Option{config.WithEnv(config.MapEnv(nil))}})
@@ -105,7 +122,9 @@ func BenchmarkPipeline(b *testing.B) {
 	start := time.Now()
 	b.ResetTimer()
 	must(rt.Start(context.Background()))
-	<-sink.done
+	for _, s := range counts {
+		<-s.done
+	}
 	b.StopTimer()
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	must(rt.Stop(context.Background()))
