@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -29,6 +30,10 @@ type keyedSink struct {
 	calls      int
 	active     int
 	maxBusy    int // most Consume calls at once
+	// company, when set, makes a call wait (up to 10 s) until another
+	// call is running too, so that parallel lanes are seen whatever the
+	// machine's load; closed once two calls overlapped.
+	company chan struct{}
 }
 
 func (s *keyedSink) Open(context.Context) error  { return nil }
@@ -41,7 +46,21 @@ func (s *keyedSink) Consume(_ context.Context, b *connector.SinkBatch) error {
 	s.active++
 	s.maxBusy = max(s.maxBusy, s.active)
 	failing := s.failing
+	company := s.company
+	if company != nil && s.maxBusy >= 2 {
+		select {
+		case <-company:
+		default:
+			close(company)
+		}
+	}
 	s.mu.Unlock()
+	if company != nil {
+		select {
+		case <-company:
+		case <-time.After(10 * time.Second): // serial lanes: maxBusy stays 1 and the test says so
+		}
+	}
 	defer func() {
 		s.mu.Lock()
 		s.active--
@@ -166,7 +185,7 @@ func TestOrderingKeyFailingKeyHoldsOnlyItself(t *testing.T) {
 	e := newEnv(t)
 	const keys, n = 100, 20
 	fillKeys(t, e, keys, n)
-	sink := &keyedSink{failing: "k042", got: map[string][]int{}}
+	sink := &keyedSink{failing: "k042", got: map[string][]int{}, company: make(chan struct{})}
 	e.registerKeyedSink(sink)
 	e.connector("out", keyedSinkTOML)
 	rt := e.start()

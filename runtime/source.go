@@ -426,7 +426,11 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	var txs []*transform.Tx
 	for _, b := range batches {
 		d.starts = append(d.starts, len(d.msgs))
-		d.msgs = append(d.msgs, b.Messages...)
+		if len(batches) == 1 {
+			d.msgs = b.Messages // read only: no copy of the usual single batch
+		} else {
+			d.msgs = append(d.msgs, b.Messages...)
+		}
 		p := r.preparation(b)
 		d.failed = append(d.failed, p.failed...)
 		if p.tx != nil {

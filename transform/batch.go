@@ -69,6 +69,9 @@ type item struct {
 func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema connector.Schema) BatchResult {
 	res := BatchResult{Schema: schema}
 	var out payloadArena
+	if !slices.ContainsFunc(c, isBatchTransform) {
+		return c.applyEachInPlace(msgs, schema, res, &out)
+	}
 	items := make([]item, len(msgs))
 	for i := range msgs {
 		items[i] = item{msgs[i], i, schema}
@@ -93,6 +96,28 @@ func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema 
 		res.Schema = items[k].schema
 	}
 	slices.SortStableFunc(res.Failed, func(a, b Failure) int { return a.Index - b.Index })
+	return res
+}
+
+// applyEachInPlace is ApplyBatch for a chain of per-message transforms
+// only: it copies msgs once and transforms the copies in place.
+func (c Chain) applyEachInPlace(msgs []connector.Message, schema connector.Schema, res BatchResult, out *payloadArena) BatchResult {
+	res.Messages = slices.Clone(msgs)
+	kept := res.Messages[:0]
+	for i := range res.Messages {
+		m := &res.Messages[i]
+		s, keep, err := c.apply(m, schema, out)
+		switch {
+		case err != nil:
+			res.Failed = append(res.Failed, Failure{i, err})
+		case !keep:
+			res.Filtered++
+		default:
+			res.Schema = s
+			kept = append(kept, *m)
+		}
+	}
+	res.Messages = kept
 	return res
 }
 
