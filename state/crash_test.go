@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,24 +21,32 @@ import (
 
 const (
 	crashDirEnv = "FERRY_STATE_CRASH_DIR" // set for the child process only
-	crashKey    = "crash-source"
+	// crashKeys are saved concurrently by the child, sharing data syncs;
+	// the last one starts as a legacy <key>.state file to be migrated.
+	crashWorkers   = 3
+	crashLegacyKey = "crash-source-2"
+	// crashCompactMin makes the child compact its journal every few dozen
+	// Saves, so kills land in compactions too.
+	crashCompactMin = 64 << 10
 )
 
-// crashPayload is the state the crash child writes as version v: 8 KiB (two
-// pages) derived from v, so a torn or mixed file cannot pass for a version
-// the child wrote.
-func crashPayload(v uint64) []byte {
+func crashKey(i int) string { return fmt.Sprintf("crash-source-%d", i) }
+
+// crashPayload is the state the crash child writes for key as version v:
+// 8 KiB (two pages) derived from both, so a torn or mixed record cannot
+// pass for a version the child wrote.
+func crashPayload(key string, v uint64) []byte {
 	var b bytes.Buffer
 	for b.Len() < 8<<10 {
-		fmt.Fprintf(&b, "v=%d;", v)
+		fmt.Fprintf(&b, "%s v=%d;", key, v)
 	}
 	return b.Bytes()
 }
 
 // TestHelperCrashChild is not a test: TestFileStoreSurvivesKill runs the test
-// binary again with only this function selected, as a child process that
-// saves increasing states until it is killed, printing "ack <version>" after
-// each Save returns.
+// binary again with only this function selected, as a child process whose
+// goroutines save increasing states of their keys until it is killed,
+// printing "ack <key> <version>" after each Save returns.
 func TestHelperCrashChild(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
@@ -49,30 +58,41 @@ func TestHelperCrashChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
-	st, err := s.Load(ctx, crashKey)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		fmt.Println("error", err)
-		os.Exit(2)
+	s.j.mu.Lock()
+	s.j.compactMin = crashCompactMin
+	s.j.mu.Unlock()
+	for i := range crashWorkers {
+		go func(key string) {
+			st, err := s.Load(ctx, key)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				fmt.Println("error", err)
+				os.Exit(2)
+			}
+			v := st.Version
+			for {
+				n, _ := strconv.ParseUint(string(v), 10, 64)
+				if v, err = s.Save(ctx, key, crashPayload(key, n+1), v); err != nil {
+					fmt.Println("error", err)
+					os.Exit(2)
+				}
+				fmt.Println("ack", key, v) // os.Stdout is unbuffered: printed = acknowledged
+			}
+		}(crashKey(i))
 	}
-	v := st.Version
-	for {
-		n, _ := strconv.ParseUint(string(v), 10, 64)
-		if v, err = s.Save(ctx, crashKey, crashPayload(n+1), v); err != nil {
-			fmt.Println("error", err)
-			os.Exit(2)
-		}
-		fmt.Println("ack", v) // os.Stdout is unbuffered: printed = acknowledged
-	}
+	select {}
 }
 
 // TestFileStoreSurvivesKill SIGKILLs a process that is saving state, at
-// random moments, and checks after each kill that the state file loads,
-// holds a version at least as new as the last one acknowledged (and at most
-// one newer: a Save that renamed but had not returned), and holds exactly
-// the data the child wrote for that version.
+// random moments, and checks after each kill that every key loads, at a
+// version at least as new as the last one acknowledged (and at most one
+// newer: a Save whose record was written but which had not returned), with
+// exactly the data the child wrote for that version. The child saves
+// several keys at once (sharing syncs) and compacts often; one key starts
+// as a legacy file, migrated by the first child.
 //
 // A process kill leaves the page cache intact, so this checks atomicity of
-// the replace, not durability across power loss (that rests on the fsyncs).
+// appends and compactions, not durability across power loss (that rests on
+// the data syncs).
 func TestFileStoreSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -80,49 +100,58 @@ func TestFileStoreSurvivesKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
-	var lastAck uint64
+	lastAck := map[string]uint64{crashLegacyKey: 3}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, crashLegacyKey+fileSuffix), encodeFile(3, crashPayload(crashLegacyKey, 3)), 0o600))
 	const rounds = 12
 	for round := range rounds {
-		acks, out := runCrashChild(t, dir, 1+rand.IntN(30))
+		acks, out := runCrashChild(t, dir, 1+rand.IntN(60))
 		require.NotEmpty(t, acks, "round %d: the child acknowledged nothing; output:\n%s", round, out)
 		for _, a := range acks {
-			require.Greater(t, a, lastAck, "round %d: versions must increase", round)
-			lastAck = a
-		}
-
-		leftovers := 0
-		entries, err := os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, e := range entries {
-			if isTemp(e.Name()) {
-				leftovers++ // killed between creating the temp file and the rename
-			}
+			require.Greater(t, a.version, lastAck[a.key], "round %d: versions of %s must increase", round, a.key)
+			lastAck[a.key] = a.version
 		}
 
 		s, err := OpenFile(dir)
 		require.NoError(t, err, "round %d", round)
-		st, err := s.Load(ctx, crashKey)
-		require.NoError(t, err, "round %d: state must load after a kill", round)
-		got, err := strconv.ParseUint(string(st.Version), 10, 64)
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, got, lastAck, "round %d: lost an acknowledged state", round)
-		require.LessOrEqual(t, got, lastAck+1, "round %d: a version nobody wrote", round)
-		require.Equal(t, crashPayload(got), st.Data, "round %d: data is not what the child wrote for version %d", round, got)
-		entries, err = os.ReadDir(dir)
-		require.NoError(t, err)
-		for _, e := range entries {
-			require.False(t, isTemp(e.Name()), "round %d: temp file %s not cleaned at open", round, e.Name())
+		for i := range crashWorkers {
+			key := crashKey(i)
+			st, err := s.Load(ctx, key)
+			if lastAck[key] == 0 && errors.Is(err, ErrNotFound) {
+				continue // killed before this key's first Save returned
+			}
+			require.NoError(t, err, "round %d: %s must load after a kill", round, key)
+			got, err := strconv.ParseUint(string(st.Version), 10, 64)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, got, lastAck[key], "round %d: lost an acknowledged state of %s", round, key)
+			require.LessOrEqual(t, got, lastAck[key]+1, "round %d: a version of %s nobody wrote", round, key)
+			require.Equal(t, crashPayload(key, got), st.Data, "round %d: data is not what the child wrote for %s version %d", round, key, got)
+			lastAck[key] = got // the child continues from what is stored
 		}
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		require.ElementsMatch(t, []string{lockName, journalName}, names, "round %d: temp and legacy files are gone after open", round)
+		info, err := os.Stat(filepath.Join(dir, journalName))
+		require.NoError(t, err)
 		require.NoError(t, s.Close())
-		t.Logf("round %d: killed after %d acks (last %d); state at version %d; %d temp files left", round, len(acks), lastAck, got, leftovers)
-		lastAck = got // the child continues from what is stored
+		// Without compaction the journal would hold every record: ~8 KiB
+		// each.
+		t.Logf("round %d: killed after %d acks; states at %v; journal %d bytes", round, len(acks), lastAck, info.Size())
 	}
 }
 
+type crashAck struct {
+	key     string
+	version uint64
+}
+
 // runCrashChild starts the child, kills it with SIGKILL shortly after it
-// has acknowledged minAcks saves, and returns every version it acknowledged
+// has acknowledged minAcks saves, and returns every save it acknowledged
 // and its full output.
-func runCrashChild(t *testing.T, dir string, minAcks int) (acks []uint64, output string) {
+func runCrashChild(t *testing.T, dir string, minAcks int) (acks []crashAck, output string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
@@ -140,10 +169,11 @@ func runCrashChild(t *testing.T, dir string, minAcks int) (acks []uint64, output
 	for sc.Scan() {
 		line := sc.Text()
 		out.WriteString(line + "\n")
-		if v, ok := strings.CutPrefix(line, "ack "); ok {
+		if rest, ok := strings.CutPrefix(line, "ack "); ok {
+			key, v, _ := strings.Cut(rest, " ")
 			n, err := strconv.ParseUint(v, 10, 64)
 			require.NoError(t, err, "ack line %q", line)
-			acks = append(acks, n)
+			acks = append(acks, crashAck{key, n})
 			if len(acks) == minAcks {
 				// Kill at a random point of a later Save: right away, or
 				// after a pause of up to 2ms (a Save takes about that).

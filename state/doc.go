@@ -7,10 +7,17 @@
 // optimistic concurrency, the rules for state keys, and two stores:
 //
 //   - FileStore (the path setting of the runtime config's state table): one
-//     file per key in a directory, replaced atomically (temp file, fsync,
-//     rename, fsync of the directory), framed by a small checksummed header
-//     so a corrupt or truncated file is reported, naming the file, and never
-//     read as empty state.
+//     append-only journal per directory (state.journal) of checksummed
+//     records, replayed into memory at open. A Save appends a record and
+//     returns after a data sync that started after its append; concurrent
+//     Saves of different keys share one sync (group commit). A torn last
+//     record (a crash mid-append, never acknowledged) is cut off at open;
+//     damage before the last record is reported as corrupt, naming the file
+//     and byte offset, and never read as empty state. The journal is
+//     compacted atomically (temp file, fsync, rename, fsync of the
+//     directory) when it grows much larger than the live state. The
+//     one-file-per-key <key>.state files of earlier builds are migrated into
+//     the journal at open.
 //   - HTTPStore: state kept by an HTTP service, read with GET and written
 //     with a conditional PUT (If-Match / If-None-Match: *) that carries one
 //     Idempotency-Key across all retries of a Save.

@@ -1,7 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,43 +18,67 @@ import (
 )
 
 const (
-	fileSuffix = ".state" // <key>.state holds the key's state
+	fileSuffix = ".state" // <key>.state held a key's state before the journal (legacy, migrated at open)
 	lockName   = ".lock"  // held (fsx.LockDir) while a FileStore has the directory open
 	// oldTmpPrefix starts the temp files of Saves by builds before fsx
 	// (.tmp-<key>.<random>); fsx.IsTemp names today's.
 	oldTmpPrefix = ".tmp-"
 )
 
-// FileStore keeps each key's state in its own file, <dir>/<key>.state,
-// framed by a checksummed header (see format.go). Saves are atomic and
-// durable: the new file is written to a temp file in the same directory,
-// fsynced, renamed over the old one, and the directory is fsynced, so a
-// crash or power loss leaves the old or the new state.
+// FileStore keeps the state of all keys in one append-only journal,
+// <dir>/state.journal (see journal_format.go), and in memory. A Save
+// appends a checksummed record and returns once a data sync (fdatasync)
+// that started after the append has finished; concurrent Saves share one
+// sync (group commit). Load answers from memory, which OpenFile rebuilds by
+// replaying the journal. A crash mid-append leaves a torn last record that
+// was never acknowledged; OpenFile cuts it off. When the journal is much
+// larger than the live state it is rewritten atomically (temp file, fsync,
+// rename, directory fsync) in the background.
+//
+// Directories written by earlier builds hold one file per key,
+// <dir>/<key>.state (see format.go); OpenFile moves them into the journal
+// (append, sync, then remove the files). A legacy file that cannot be
+// decoded is left in place and reported by Load and Save as ErrCorrupt
+// until Delete removes it.
 //
 // Versions are decimal counters: the first Save of a key returns "1", each
 // later one adds 1. Deleting a key restarts its counter, so a writer holding
 // a version from before a Delete and re-creation may not notice the change.
 //
 // A FileStore is safe for concurrent use; Saves and Deletes of one key are
-// serialised by a per-key lock, and Load never blocks. On systems with
-// flock(2) the directory is locked against a second FileStore (in this or
-// another process) for as long as the store is open.
+// serialised by a per-key lock, and Load never waits for them. On systems
+// with flock(2) the directory is locked against a second FileStore (in
+// this or another process) for as long as the store is open.
 type FileStore struct {
 	dir   string
 	d     *fsx.Dir // all file access goes through it: no escaping dir
 	root  *os.Root // d.Root()
 	lock  *fsx.DirLock
 	locks keyLocks
+	j     *journal
+
+	memMu   sync.RWMutex
+	mem     map[string]entry // durable state of each key
+	corrupt map[string]error // keys whose legacy file cannot be decoded
 
 	mu     sync.RWMutex // operations hold it shared, Close exclusively
 	closed bool
+}
+
+// entry is a key's durable state: its version and its journal record.
+type entry struct {
+	version uint64
+	rec     []byte // put record; recordData gives the state
 }
 
 var _ Store = (*FileStore)(nil)
 
 // OpenFile opens the file store in dir, creating the directory with mode
 // 0700 if it does not exist (an existing directory keeps its mode). It takes
-// the directory lock and removes temp files left by a Save that crashed.
+// the directory lock, removes temp files left by a write that crashed,
+// replays the journal (cutting off a torn last record), and migrates
+// legacy <key>.state files into it. A journal that is corrupt before its
+// last record is a *CorruptError naming the file and byte offset.
 func OpenFile(dir string) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("state: open file store: empty directory path")
@@ -64,10 +90,12 @@ func OpenFile(dir string) (*FileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: open directory: %w", err)
 	}
-	s := &FileStore{dir: dir, d: d, root: d.Root(), locks: keyLocks{m: map[string]*keyLock{}}}
+	s := &FileStore{dir: dir, d: d, root: d.Root(), locks: keyLocks{m: map[string]*keyLock{}},
+		mem: map[string]entry{}, corrupt: map[string]error{}}
 	if err := s.open(); err != nil {
 		return nil, errors.Join(err, s.closeFiles())
 	}
+	s.j.kickCompactor() // compact a journal that grew large before
 	return s, nil
 }
 
@@ -81,17 +109,120 @@ func (s *FileStore) open() error {
 		return fmt.Errorf("state: list directory %s: %w", s.dir, err)
 	}
 	removed := false
+	var legacy []string
 	for _, e := range entries {
-		if isTemp(e.Name()) && e.Type().IsRegular() {
-			if err := s.root.Remove(e.Name()); err != nil {
-				return fmt.Errorf("state: remove leftover temp file %s: %w", s.path(e.Name()), err)
+		name := e.Name()
+		switch {
+		case !e.Type().IsRegular():
+		case isTemp(name):
+			if err := s.root.Remove(name); err != nil {
+				return fmt.Errorf("state: remove leftover temp file %s: %w", s.path(name), err)
 			}
 			removed = true
+		case strings.HasSuffix(name, fileSuffix) && ValidateKey(strings.TrimSuffix(name, fileSuffix)) == nil:
+			legacy = append(legacy, strings.TrimSuffix(name, fileSuffix))
 		}
 	}
 	if removed {
 		if err := s.d.Sync(); err != nil {
 			return fmt.Errorf("state: %w", err)
+		}
+	}
+	if err := s.openJournal(); err != nil {
+		return err
+	}
+	return s.migrate(legacy)
+}
+
+// openJournal replays the journal, or creates an empty one.
+func (s *FileStore) openJournal() error {
+	path := s.path(journalName)
+	f, err := s.root.OpenFile(journalName, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, err = s.d.ReplaceFile(journalName, journalHeader(), 0o600); err != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			return fmt.Errorf("state: create journal: %w", err)
+		}
+		s.j = newJournal(s.d, f, journalHeaderSize, map[string][]byte{})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: open journal %s: %w", path, err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("state: read journal %s: %w", path, err)
+	}
+	live, end, err := decodeJournal(b)
+	if err != nil {
+		_ = f.Close()
+		return &CorruptError{Path: path, Err: err}
+	}
+	if end < len(b) {
+		// A torn last record: its Save never returned.
+		if err := f.Truncate(int64(end)); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("state: cut torn record off journal %s at byte offset %d: %w", path, end, err)
+		}
+	}
+	for key, rec := range live {
+		rec = bytes.Clone(rec) // let the replay buffer go
+		live[key] = rec
+		s.mem[key] = entry{version: binary.LittleEndian.Uint64(rec[10:18]), rec: rec}
+	}
+	s.j = newJournal(s.d, f, int64(end), live)
+	// Records a killed process appended are in the page cache but maybe not
+	// on disk; make what Load will return durable.
+	if err := datasync(f); err != nil {
+		return fmt.Errorf("state: sync journal %s: %w", path, err)
+	}
+	return nil
+}
+
+// migrate moves legacy <key>.state files into the journal: the journal's
+// record wins over a key's file; other decodable files are appended, the
+// journal is synced, and then the files are removed. Undecodable files stay
+// (Load and Save report them; Delete removes them).
+func (s *FileStore) migrate(keys []string) error {
+	var remove []string
+	appended := false
+	for _, key := range keys {
+		if _, ok := s.mem[key]; ok {
+			remove = append(remove, key) // stale: the journal is newer
+			continue
+		}
+		v, data, err := s.readLegacy(key)
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				s.corrupt[key] = err
+				continue
+			}
+			return fmt.Errorf("state %q: migrate: %w", key, err)
+		}
+		rec := encodeRecord(recordPut, key, v, data)
+		if _, err := s.j.append(key, rec); err != nil {
+			return fmt.Errorf("state %q: migrate: %w", key, err)
+		}
+		s.mem[key] = entry{version: v, rec: rec}
+		remove = append(remove, key)
+		appended = true
+	}
+	if appended {
+		if err := s.j.syncAll(); err != nil {
+			return fmt.Errorf("state: migrate: %w", err)
+		}
+	}
+	for _, key := range remove {
+		if err := s.root.Remove(fileName(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("state %q: migrate: remove %s: %w", key, s.path(fileName(key)), err)
+		}
+	}
+	if len(remove) > 0 {
+		if err := s.d.Sync(); err != nil {
+			return fmt.Errorf("state: migrate: %w", err)
 		}
 	}
 	return nil
@@ -108,24 +239,25 @@ func (s *FileStore) path(name string) string { return filepath.Join(s.dir, name)
 func fileName(key string) string { return key + fileSuffix }
 
 // Load returns the state for key, ErrNotFound if there is none, or an error
-// matching ErrCorrupt (a *CorruptError naming the file) if the file cannot
-// be decoded.
+// matching ErrCorrupt (a *CorruptError naming the file) if the key's
+// legacy state file cannot be decoded. It answers from memory.
 func (s *FileStore) Load(ctx context.Context, key string) (State, error) {
 	if err := s.begin(ctx, key); err != nil {
 		return State{}, fmt.Errorf("state: load: %w", err)
 	}
 	defer s.mu.RUnlock()
-	v, data, err := s.read(key)
+	e, err := s.current(key)
 	if err != nil {
 		return State{}, fmt.Errorf("state %q: load: %w", key, err)
 	}
-	return State{Data: data, Version: fileVersion(v)}, nil
+	return State{Data: append([]byte{}, recordData(e.rec)...), Version: fileVersion(e.version)}, nil
 }
 
 // Save writes data for key if its stored version equals expected (zero:
-// must not exist) and returns the new version. If the current file is
-// corrupt, Save fails with ErrCorrupt rather than overwrite it: the operator
-// decides (Delete, or restore the file).
+// must not exist) and returns the new version once the journal record is
+// durable. If the key's legacy file is corrupt, Save fails with ErrCorrupt
+// rather than overwrite it: the operator decides (Delete, or restore the
+// file).
 func (s *FileStore) Save(ctx context.Context, key string, data []byte, expected Version) (Version, error) {
 	if len(data) > MaxStateSize {
 		return "", fmt.Errorf("state %q: save: %w: %d bytes, the limit is %d", key, ErrTooLarge, len(data), MaxStateSize)
@@ -140,21 +272,35 @@ func (s *FileStore) Save(ctx context.Context, key string, data []byte, expected 
 	}
 	defer unlock()
 
-	cur, _, err := s.read(key)
+	cur, err := s.current(key)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("state %q: save: read current state: %w", key, err)
 	}
-	if actual := fileVersion(cur); actual != expected {
+	if actual := fileVersion(cur.version); actual != expected {
 		return "", &ConflictError{Key: key, Expected: expected, Actual: actual}
 	}
-	next := cur + 1
-	if err := s.d.WriteFile(fileName(key), encodeFile(next, data), 0o600); err != nil {
+	next := cur.version + 1
+	rec := encodeRecord(recordPut, key, next, data)
+	if err := s.commit(key, rec); err != nil {
 		return "", fmt.Errorf("state %q: save: %w", key, err)
 	}
+	s.memMu.Lock()
+	s.mem[key] = entry{version: next, rec: rec}
+	s.memMu.Unlock()
 	return fileVersion(next), nil
 }
 
-// Delete removes the state file for key, or returns ErrNotFound.
+// commit appends rec and waits until it is durable.
+func (s *FileStore) commit(key string, rec []byte) error {
+	seq, err := s.j.append(key, rec)
+	if err != nil {
+		return err
+	}
+	return s.j.waitSync(seq)
+}
+
+// Delete removes the state of key (a journal record, or its legacy file),
+// or returns ErrNotFound. The deletion is durable when Delete returns.
 func (s *FileStore) Delete(ctx context.Context, key string) error {
 	if err := s.begin(ctx, key); err != nil {
 		return fmt.Errorf("state: delete: %w", err)
@@ -165,14 +311,31 @@ func (s *FileStore) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("state %q: delete: wait for key lock: %w", key, err)
 	}
 	defer unlock()
-	if err := s.root.Remove(fileName(key)); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("state %q: delete: %w", key, ErrNotFound)
+
+	s.memMu.RLock()
+	_, inJournal := s.mem[key]
+	_, inFile := s.corrupt[key]
+	s.memMu.RUnlock()
+	switch {
+	case inJournal:
+		if err := s.commit(key, encodeRecord(recordDelete, key, 0, nil)); err != nil {
+			return fmt.Errorf("state %q: delete: %w", key, err)
 		}
-		return fmt.Errorf("state %q: delete %s: %w", key, s.path(fileName(key)), err)
-	}
-	if err := s.d.Sync(); err != nil {
-		return fmt.Errorf("state %q: delete: %w", key, err)
+		s.memMu.Lock()
+		delete(s.mem, key)
+		s.memMu.Unlock()
+	case inFile:
+		if err := s.root.Remove(fileName(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("state %q: delete %s: %w", key, s.path(fileName(key)), err)
+		}
+		if err := s.d.Sync(); err != nil {
+			return fmt.Errorf("state %q: delete: %w", key, err)
+		}
+		s.memMu.Lock()
+		delete(s.corrupt, key)
+		s.memMu.Unlock()
+	default:
+		return fmt.Errorf("state %q: delete: %w", key, ErrNotFound)
 	}
 	return nil
 }
@@ -193,7 +356,14 @@ func (s *FileStore) Close() error {
 }
 
 func (s *FileStore) closeFiles() error {
-	return errors.Join(s.lock.Close(), s.d.Close())
+	var errs []error
+	if s.j != nil {
+		errs = append(errs, s.j.close())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+	}
+	return errors.Join(append(errs, s.d.Close())...)
 }
 
 // begin validates key and ctx and takes the shared lock; on success the
@@ -213,14 +383,24 @@ func (s *FileStore) begin(ctx context.Context, key string) error {
 	return nil
 }
 
-// read returns the decoded state file of key; version 0 with ErrNotFound
-// when there is none.
-func (s *FileStore) read(key string) (uint64, []byte, error) {
+// current returns key's durable state; ErrNotFound when there is none, a
+// *CorruptError when its legacy file cannot be decoded.
+func (s *FileStore) current(key string) (entry, error) {
+	s.memMu.RLock()
+	defer s.memMu.RUnlock()
+	if e, ok := s.mem[key]; ok {
+		return e, nil
+	}
+	if err, ok := s.corrupt[key]; ok {
+		return entry{}, err
+	}
+	return entry{}, ErrNotFound
+}
+
+// readLegacy returns the decoded legacy state file of key.
+func (s *FileStore) readLegacy(key string) (uint64, []byte, error) {
 	name := fileName(key)
 	f, err := s.root.Open(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, ErrNotFound
-	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("open %s: %w", s.path(name), err)
 	}
@@ -244,7 +424,8 @@ func fileVersion(v uint64) Version {
 	return Version(strconv.FormatUint(v, 10))
 }
 
-// CorruptError reports a state file that cannot be decoded. It matches
+// CorruptError reports a state file (the journal or a legacy file) that
+// cannot be decoded; for the journal, Err names the byte offset. It matches
 // ErrCorrupt.
 type CorruptError struct {
 	Path string // the file

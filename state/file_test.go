@@ -38,16 +38,20 @@ func TestFileStoreModesAndLayout(t *testing.T) {
 		require.Equal(t, want, v, "versions count from 1")
 		prev = v
 	}
-	path := filepath.Join(dir, "src.state")
+	path := filepath.Join(dir, journalName)
 	info, err = os.Stat(path)
 	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "file mode")
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "journal mode")
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	v, data, err := decodeFile(raw)
+	live, end, err := decodeJournal(raw)
 	require.NoError(t, err)
-	require.Equal(t, uint64(3), v)
-	require.Equal(t, []byte("data"), data)
+	require.Equal(t, len(raw), end, "no torn record")
+	require.Len(t, live, 1)
+	r, _, err := decodeRecord(live["src"])
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), r.version)
+	require.Equal(t, []byte("data"), r.data)
 
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -55,7 +59,7 @@ func TestFileStoreModesAndLayout(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	require.ElementsMatch(t, []string{".lock", "src.state"}, names, "no temp files remain")
+	require.ElementsMatch(t, []string{".lock", journalName}, names, "one journal, no temp files")
 }
 
 func TestFileStoreDetectsCorruption(t *testing.T) {
@@ -128,6 +132,9 @@ func TestFileStoreIgnoresLeftoverTempFiles(t *testing.T) {
 	complete := filepath.Join(dir, oldTmpPrefix+"src.BBBB")
 	require.NoError(t, os.WriteFile(torn, encodeFile(2, []byte("uncommitted"))[:10], 0o600))
 	require.NoError(t, os.WriteFile(complete, encodeFile(2, []byte("uncommitted")), 0o600))
+	// A compaction that crashed before its rename.
+	compaction := filepath.Join(dir, "."+journalName+".tmp-CCCC")
+	require.NoError(t, os.WriteFile(compaction, append(journalHeader(), encodeRecord(recordPut, "src", 2, []byte("uncommitted"))...), 0o600))
 	other := filepath.Join(dir, "README")
 	require.NoError(t, os.WriteFile(other, []byte("operator notes"), 0o600))
 
@@ -137,6 +144,7 @@ func TestFileStoreIgnoresLeftoverTempFiles(t *testing.T) {
 	require.Equal(t, State{Data: []byte("committed"), Version: v1}, st)
 	require.NoFileExists(t, torn)
 	require.NoFileExists(t, complete)
+	require.NoFileExists(t, compaction)
 	require.FileExists(t, other, "files that are not the store's are left alone")
 
 	v2, err := s.Save(ctx, "src", []byte("next"), v1)

@@ -7,7 +7,10 @@ import (
 	"hash/crc32"
 )
 
-// The file store's on-disk format, version 1. All integers little endian.
+// The legacy state file format, version 1: one <key>.state file per key,
+// as builds before the journal (journal_format.go) wrote them. OpenFile
+// still reads these files, to migrate them into the journal; nothing writes
+// them any more. All integers little endian.
 //
 //	offset size field
 //	     0    4 magic "FRST"
@@ -36,7 +39,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errShortFile is wrapped by decodeFile when the input ends early.
 var errShortFile = errors.New("truncated")
 
-// encodeFile returns the file bytes for one state revision.
+// encodeFile returns the file bytes for one state revision: the legacy
+// files tests start from (the store itself no longer writes them).
 func encodeFile(version uint64, data []byte) []byte {
 	b := make([]byte, fileHeaderSize+len(data))
 	copy(b[0:4], fileMagic)
