@@ -3,6 +3,7 @@ package servertest
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -37,7 +38,7 @@ func (s *Server) URL(tb testing.TB) string {
 	if u := os.Getenv(s.URLEnv); u != "" {
 		return u
 	}
-	s.once.Do(func() { s.proc, s.url, s.err = s.Start() })
+	s.once.Do(func() { s.proc, s.url, s.err = s.start() })
 	if s.err != nil {
 		s.Unavailable(tb, s.err)
 	}
@@ -48,12 +49,39 @@ func (s *Server) URL(tb testing.TB) string {
 // restart); it is stopped when the test ends.
 func (s *Server) Private(tb testing.TB) *Own {
 	tb.Helper()
-	p, u, err := s.Start()
+	p, u, err := s.start()
 	if err != nil {
 		s.Unavailable(tb, err)
 	}
 	tb.Cleanup(p.Stop)
 	return &Own{URL: u, proc: p, name: s.Name}
+}
+
+// start is Start, tried again (up to three times) when the server could
+// not bind its port: FreePort's port can be taken by another process
+// between the check and the server's bind, and each try picks a new one.
+func (s *Server) start() (*Process, string, error) {
+	var err error
+	for range 3 {
+		var p *Process
+		var u string
+		if p, u, err = s.Start(); err == nil || !portTaken(err) {
+			return p, u, err
+		}
+	}
+	return nil, "", err
+}
+
+// portTaken reports whether a failed start says the port was in use, as
+// the servers' logs word it.
+func portTaken(err error) bool {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"address already in use", "eaddrinuse", "port is already", "address in use", "bind:"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Own is a server only one test uses, which it may crash and start again.
@@ -107,7 +135,7 @@ func Main(m *testing.M, servers ...*Server) {
 // through cmd/testservers) and returns the environment that points tests
 // at it.
 func (s *Server) StartShared() (*Process, []string, error) {
-	p, u, err := s.Start()
+	p, u, err := s.start()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.Name, err)
 	}

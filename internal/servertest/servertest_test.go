@@ -108,3 +108,24 @@ func TestUnavailableSkipsUnlessRequired(t *testing.T) {
 		t.Fatalf("URL = %q, want the one in the environment", got)
 	}
 }
+
+// A start that lost its port to another process is tried again on a new
+// one; any other failure is returned at once.
+func TestStartRetriesATakenPort(t *testing.T) {
+	tries := 0
+	s := &Server{Name: "flaky", Start: func() (*Process, string, error) {
+		tries++
+		if tries < 3 {
+			return nil, "", errors.New("flaky exited at start: listen tcp 127.0.0.1:4242: bind: address already in use")
+		}
+		return &Process{}, "flaky://ok", nil
+	}}
+	if _, u, err := s.start(); err != nil || u != "flaky://ok" || tries != 3 {
+		t.Fatalf("start = %q, %v after %d tries; want flaky://ok after 3", u, err, tries)
+	}
+	tries = 0
+	s.Start = func() (*Process, string, error) { tries++; return nil, "", errors.New("no such file") }
+	if _, _, err := s.start(); err == nil || tries != 1 {
+		t.Fatalf("start = %v after %d tries; want the error after 1", err, tries)
+	}
+}
