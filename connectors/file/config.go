@@ -41,8 +41,8 @@ var SourceSpec = connector.NewSpec(
 		WithDoc("where a first run starts in files that already exist"),
 	connector.NewIntField("batch_size").AtLeast(1).WithDefault(1000).
 		WithDoc("most messages per batch"),
-	connector.NewSizeField("max_batch_bytes").Between(1, 1<<30).WithDefault(int64(8<<20)).
-		WithDoc("most payload bytes per batch"),
+	connector.NewSizeField("max_batch_bytes").Between(1, 1<<30).WithDefault(int64(1<<20)).
+		WithDoc("most payload bytes per batch (a batch of big records stays this size in memory at each stage it passes)"),
 	connector.NewSizeField("max_message_bytes").Between(1, 64_000_000).WithDefault(int64(10<<20)).
 		WithDoc("longest line or file sent (Iggy's payload limit is 64MB); longer ones follow on_invalid"),
 	connector.NewStringField("path_header").WithExample("file").

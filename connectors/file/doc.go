@@ -12,7 +12,7 @@
 //	poll_interval = "250ms"    # follow mode: how often globs and files are checked
 //	start_at = "beginning"     # or "end": on the very first run, skip what files hold already
 //	batch_size = 1000          # messages per batch
-//	max_batch_bytes = "8MiB"   # payload bytes per batch
+//	max_batch_bytes = "1MiB"   # payload bytes per batch
 //	max_message_bytes = "10MiB" # longer lines (or larger whole files) are invalid, see on_invalid
 //	path_header = ""           # a user header to carry each message's file path, e.g. "file_path"
 //	on_invalid = "skip"        # skip | stop | raw: what to do with invalid input

@@ -344,7 +344,6 @@ batch_length = %[2]d
 paths = [%[1]q]
 format = "ndjson"
 batch_size = %[2]d
-max_batch_bytes = "64MiB"
 `, input, o.BatchLength, transforms[o.Transforms]),
 	}
 	for i, d := range sinkDirs(dir, o.Sinks) {
