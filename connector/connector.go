@@ -58,6 +58,10 @@ type Batch struct {
 	// the batch is in Iggy and before Ack, and hands the last saved state to
 	// Open after a restart.
 	State []byte
+	// ValidJSON, on a JSON batch, says the source checked that every
+	// payload is a valid JSON document, so the runtime's transforms do not
+	// check them again. A source that cannot promise it leaves it false.
+	ValidJSON bool
 }
 
 // Source reads an external system.

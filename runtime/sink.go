@@ -366,6 +366,9 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 	if len(mem.r.chain) == 0 {
 		return out, failed
 	}
+	if toJSON || mem.codec.Schema() == connector.SchemaJSON {
+		ctx = transform.CheckedJSON(ctx) // decoding checked (or made) every JSON payload
+	}
 	res := mem.applyChain(ctx, tx, out.Messages, schema)
 	m.metrics.addCounters(mem.r.chain.TakeCounters())
 	for _, f := range res.Failed {

@@ -327,7 +327,11 @@ func (r *sourceRun) prepare(ctx context.Context, b *connector.Batch) error {
 		return nil
 	}
 	tx := r.chain.Begin()
-	res := r.chain.ApplyBatch(tx.Context(ctx), b.Messages, b.Schema)
+	tctx := tx.Context(ctx)
+	if b.ValidJSON && b.Schema == connector.SchemaJSON {
+		tctx = transform.CheckedJSON(tctx) // the source checked every payload
+	}
+	res := r.chain.ApplyBatch(tctx, b.Messages, b.Schema)
 	r.m.metrics.addCounters(r.chain.TakeCounters())
 	for _, f := range res.Failed {
 		if connector.IsUnavailable(f.Err) {

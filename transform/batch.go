@@ -54,6 +54,17 @@ type BatchResult struct {
 	Filtered int
 }
 
+type checkedKey struct{}
+
+// CheckedJSON returns ctx marking the batch given to ApplyBatch with it as
+// checked: each of its JSON payloads is known to be a valid document (the
+// source validated every one, or a sink's decoder did), so the JSON
+// transforms find its members without validating it a second time. A
+// payload that a plugin or WebAssembly transform made is checked again.
+func CheckedJSON(ctx context.Context) context.Context {
+	return context.WithValue(ctx, checkedKey{}, true)
+}
+
 // item is a message in flight through ApplyBatch.
 type item struct {
 	m      connector.Message
@@ -69,8 +80,9 @@ type item struct {
 func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema connector.Schema) BatchResult {
 	res := BatchResult{Schema: schema}
 	var out payloadArena
+	checked := ctx.Value(checkedKey{}) != nil
 	if !slices.ContainsFunc(c, isBatchTransform) {
-		return c.applyEachInPlace(msgs, schema, res, &out)
+		return c.applyEachInPlace(msgs, schema, res, &out, checked)
 	}
 	items := make([]item, len(msgs))
 	for i := range msgs {
@@ -83,11 +95,12 @@ func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema 
 			for j < len(c) && !isBatchTransform(c[j]) {
 				j++
 			}
-			items = c[i:j].applyEach(items, &res, &out)
+			items = c[i:j].applyEach(items, &res, &out, checked)
 			i = j
 			continue
 		}
 		items = applyBatchTransform(ctx, bt, items, &res)
+		checked = false // what it made is not checked
 		i++
 	}
 	res.Messages = make([]connector.Message, len(items))
@@ -101,12 +114,12 @@ func (c Chain) ApplyBatch(ctx context.Context, msgs []connector.Message, schema 
 
 // applyEachInPlace is ApplyBatch for a chain of per-message transforms
 // only: it copies msgs once and transforms the copies in place.
-func (c Chain) applyEachInPlace(msgs []connector.Message, schema connector.Schema, res BatchResult, out *payloadArena) BatchResult {
+func (c Chain) applyEachInPlace(msgs []connector.Message, schema connector.Schema, res BatchResult, out *payloadArena, checked bool) BatchResult {
 	res.Messages = slices.Clone(msgs)
 	kept := res.Messages[:0]
 	for i := range res.Messages {
 		m := &res.Messages[i]
-		s, keep, err := c.apply(m, schema, out)
+		s, keep, err := c.apply(m, schema, out, checked)
 		switch {
 		case err != nil:
 			res.Failed = append(res.Failed, Failure{i, err})
@@ -125,11 +138,11 @@ func isBatchTransform(t Transform) bool { _, ok := t.(BatchTransform); return ok
 
 // applyEach runs per-message transforms c on each item, writing the
 // payloads they change into out.
-func (c Chain) applyEach(items []item, res *BatchResult, out *payloadArena) []item {
+func (c Chain) applyEach(items []item, res *BatchResult, out *payloadArena, checked bool) []item {
 	kept := items[:0]
 	for k := range items {
 		it := &items[k]
-		s, keep, err := c.apply(&it.m, it.schema, out)
+		s, keep, err := c.apply(&it.m, it.schema, out, checked)
 		switch {
 		case err != nil:
 			res.Failed = append(res.Failed, Failure{it.from, err})

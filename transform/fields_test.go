@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -284,4 +285,25 @@ func TestConfigErrors(t *testing.T) {
 		_, err := Build([]Spec{tc.spec})
 		require.ErrorContains(t, err, tc.want, "case %d", i)
 	}
+}
+
+// A batch marked CheckedJSON is transformed exactly as one that is not.
+func TestCheckedJSONChangesNothing(t *testing.T) {
+	chain, err := Build([]Spec{
+		{Name: "delete_fields", Config: map[string]any{"fields": []any{"title"}}, Source: "source.toml"},
+		{Name: "update_fields", Config: map[string]any{"fields": []any{map[string]any{"key": "name", "value": map[string]any{"static": "F"}, "condition": "key_exists"}}}, Source: "source.toml"},
+		{Name: "add_fields", Config: map[string]any{"fields": []any{field("pipeline", map[string]any{"static": "ferry"})}}, Source: "source.toml"},
+	})
+	require.NoError(t, err)
+	var msgs []connector.Message
+	for _, p := range []string{`{"id":1,"title":"a\"b","name":"c\\"}`, ` { "title" : [1,{"x":"]}"}] , "n":null } `, `{}`, `{"name":{"deep":["\\\\\""]}}`, `[1]`} {
+		msgs = append(msgs, connector.Message{Payload: []byte(p)})
+	}
+	plain := chain.ApplyBatch(context.Background(), msgs, connector.SchemaJSON)
+	checked := chain.ApplyBatch(CheckedJSON(context.Background()), msgs, connector.SchemaJSON)
+	require.Equal(t, len(plain.Messages), len(checked.Messages))
+	for i := range plain.Messages {
+		require.Equal(t, string(plain.Messages[i].Payload), string(checked.Messages[i].Payload))
+	}
+	require.Equal(t, `{"id":1,"name":"F","pipeline":"ferry"}`, string(checked.Messages[0].Payload))
 }

@@ -26,12 +26,20 @@ type object struct {
 
 var objects = sync.Pool{New: func() any { return &object{members: make([]jsonx.Member, 0, 32), arena: make([]byte, 0, 256)} }}
 
-func getObject(payload []byte) (*object, error) {
+func getObject(payload []byte) (*object, error) { return getObjectOf(payload, false) }
+
+// getObjectOf is getObject for a payload that, when checked, is known to
+// be valid JSON: its values are not validated again.
+func getObjectOf(payload []byte, checked bool) (*object, error) {
 	o := objects.Get().(*object)
 	o.src, o.changed, o.replaced, o.now = payload, false, nil, time.Time{}
 	o.members, o.arena = o.members[:0], o.arena[:0]
+	scan := jsonx.ScanObject
+	if checked {
+		scan = jsonx.ScanObjectChecked
+	}
 	var err error
-	if o.members, err = jsonx.ScanObject(payload, o.members); err != nil {
+	if o.members, err = scan(payload, o.members); err != nil {
 		putObject(o)
 		return nil, fmt.Errorf("payload is not valid JSON: %w", err)
 	}

@@ -156,12 +156,13 @@ func Build(specs []Spec) (Chain, error) {
 // drops the message or fails. It returns the payload's schema after the
 // chain.
 func (c Chain) Apply(m *connector.Message, schema connector.Schema) (connector.Schema, bool, error) {
-	return c.apply(m, schema, nil)
+	return c.apply(m, schema, nil, false)
 }
 
 // apply is Apply writing changed payloads into out's chunks (a new buffer
-// each when out is nil).
-func (c Chain) apply(m *connector.Message, schema connector.Schema, out *payloadArena) (connector.Schema, bool, error) {
+// each when out is nil); checked says m's payload is known to be valid
+// JSON, until a transform other than the object ones changes it.
+func (c Chain) apply(m *connector.Message, schema connector.Schema, out *payloadArena, checked bool) (connector.Schema, bool, error) {
 	for i := 0; i < len(c); {
 		ot, isObject := c[i].(objectTransform)
 		if !isObject {
@@ -169,6 +170,7 @@ func (c Chain) apply(m *connector.Message, schema connector.Schema, out *payload
 			if err != nil {
 				return schema, false, fmt.Errorf("transform %s: %w", c[i].Name(), err)
 			}
+			checked = false // what it made is not checked
 			if !keep {
 				return out, false, nil
 			}
@@ -180,7 +182,7 @@ func (c Chain) apply(m *connector.Message, schema connector.Schema, out *payload
 			i++ // as upstream: other payloads pass through
 			continue
 		}
-		o, err := getObject(m.Payload)
+		o, err := getObjectOf(m.Payload, checked)
 		if err != nil {
 			return schema, false, fmt.Errorf("transform %s: %w", ot.Name(), err)
 		}

@@ -146,6 +146,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		b := s.newBatch()
 		s.fill(b)
 		s.last = b.sizes()
+		b.ValidJSON = s.cfg.format == FormatNDJSON && !b.unchecked
 		if s.stopped != nil && len(b.Messages) == 0 && !b.changed {
 			return nil, s.stopped
 		}
@@ -180,6 +181,9 @@ type batch struct {
 	max      int
 	maxBytes int
 	changed  bool // offsets moved without messages (skipped lines, resets)
+	// unchecked: a line that is not valid JSON went out as it is
+	// (on_invalid = "raw"), so the batch is not ValidJSON.
+	unchecked bool
 }
 
 // batchSizes is what a batch held: the next one is allocated for as much.

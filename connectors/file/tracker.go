@@ -355,6 +355,7 @@ func (s *Source) invalid(t *tracked, start, end int64, b *batch, reason string, 
 	case s.cfg.onInvalid == OnInvalidRaw && data != nil:
 		s.log.Warn(reason+"; sent as it is, with header "+InvalidHeader, "path", t.st.Path, "offset", start)
 		b.add(data, s.cfg.pathHeader, t.st.Path, t.id, start, connector.StringHeader(InvalidHeader, "json"))
+		b.unchecked = true
 	default:
 		s.skipped++
 		s.log.Warn(reason+"; skipped", "path", t.st.Path, "offset", start, "bytes", end-start,

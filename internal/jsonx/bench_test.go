@@ -57,3 +57,23 @@ func BenchmarkCheckLongStrings(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanObjectChecked is ScanObject and ScanObjectChecked on a
+// 200-byte record most of which is one string.
+func BenchmarkScanObjectChecked(b *testing.B) {
+	rec := []byte(`{"id":123456,"title":"Hello","name":"World","text":"` + strings.Repeat("lorem ipsum ", 11) + `"}`)
+	ms := make([]Member, 0, 8)
+	for _, c := range []struct {
+		name string
+		scan func([]byte, []Member) ([]Member, error)
+	}{{"validating", ScanObject}, {"checked", ScanObjectChecked}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(rec)))
+			for b.Loop() {
+				if _, err := c.scan(rec, ms[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -54,3 +54,33 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// FuzzScanObjectChecked: on a valid object ScanObjectChecked finds the
+// members ScanObject finds; on anything else it does not panic.
+func FuzzScanObjectChecked(f *testing.F) {
+	for _, d := range append(docs, bad...) {
+		f.Add([]byte(d))
+	}
+	f.Add([]byte(`{"a":"x\\\"y","b":[1,{"c":"]}"}],"d":-1.5e3,"e":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, cerr := ScanObjectChecked(b, nil)
+		if Check(b) != nil || !IsObject(b) {
+			return // any answer but a panic
+		}
+		want, err := ScanObject(b, nil)
+		if err != nil {
+			t.Fatalf("ScanObject of valid %q: %v", b, err)
+		}
+		if cerr != nil {
+			t.Fatalf("ScanObjectChecked(%q) = %v on a valid object", b, cerr)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("ScanObjectChecked(%q): %d members, ScanObject %d", b, len(got), len(want))
+		}
+		for i := range want {
+			if string(got[i].Key) != string(want[i].Key) || string(got[i].Value) != string(want[i].Value) || got[i].Escaped != want[i].Escaped {
+				t.Fatalf("ScanObjectChecked(%q) member %d = %q:%q, ScanObject %q:%q", b, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
+			}
+		}
+	})
+}

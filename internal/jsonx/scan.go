@@ -1,6 +1,7 @@
 package jsonx
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -283,7 +284,17 @@ func (m *Member) Name() string {
 // ScanObject validates the object b (surrounding whitespace allowed) and
 // appends its members, in order, to ms. It returns ErrNotObject, without
 // validating, when b does not start with '{'.
-func ScanObject(b []byte, ms []Member) ([]Member, error) {
+func ScanObject(b []byte, ms []Member) ([]Member, error) { return scanObject(b, ms, false) }
+
+// ScanObjectChecked is ScanObject for b already checked to be valid JSON
+// (by Check, a source that validated each line, or a sink's decoder): the
+// member names and the object's structure are read as ScanObject reads
+// them, but each value is skipped without being validated again (a
+// string by searching for its closing quote). On input that is not valid
+// JSON it never panics, but may accept what ScanObject refuses.
+func ScanObjectChecked(b []byte, ms []Member) ([]Member, error) { return scanObject(b, ms, true) }
+
+func scanObject(b []byte, ms []Member, checked bool) ([]Member, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return ms, ErrNotObject
@@ -318,7 +329,13 @@ func ScanObject(b []byte, ms []Member) ([]Member, error) {
 				return ms, syntaxErr(i, "want ':' after a member name")
 			}
 			vs := SkipSpace(b, i+1)
-			ve, err := skip(b, vs, 1)
+			var ve int
+			var err error
+			if checked {
+				ve, err = skipChecked(b, vs)
+			} else {
+				ve, err = skip(b, vs, 1)
+			}
 			if err != nil {
 				return ms, err
 			}
@@ -341,6 +358,69 @@ func ScanObject(b []byte, ms []Member) ([]Member, error) {
 		return ms, syntaxErr(i, "unexpected %q after the object", b[i])
 	}
 	return ms, nil
+}
+
+// skipChecked returns the index past the value at b[i] of a document
+// known to be valid: a string ends at its first unescaped quote, an
+// object or array at its matching bracket (strings inside skipped the
+// same way), anything else at the next delimiter.
+func skipChecked(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return i, syntaxErr(i, "unexpected end of input, want a value")
+	}
+	switch b[i] {
+	case '"':
+		return skipStringChecked(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipStringChecked(b, j)
+				if err != nil {
+					return j, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return len(b), syntaxErr(i, "unterminated %c", b[i])
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && !isSpace(b[j]) {
+		j++
+	}
+	if j == i {
+		return i, syntaxErr(i, "unexpected %q, want a value", b[i])
+	}
+	return j, nil
+}
+
+// skipStringChecked returns the index past the string at b[i] (a '"'),
+// found with bytes.IndexByte: a quote ends it unless an odd number of
+// backslashes precede it.
+func skipStringChecked(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
+		}
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+	return i, syntaxErr(i, "unterminated string")
 }
 
 // IsObject reports whether the first non-space byte of b is '{'.
