@@ -176,6 +176,15 @@ func (v *verifiedPasswords) check(user uint32, stored, password string) bool {
 	return true
 }
 
+// remember records that password matches stored (the broker has just
+// hashed or verified it), so the first login with it skips argon2id too.
+func (v *verifiedPasswords) remember(user uint32, stored, password string) {
+	mac := v.mac(password)
+	v.mu.Lock()
+	v.m[user] = verifiedEntry{hash: stored, mac: mac}
+	v.mu.Unlock()
+}
+
 // forget drops what is remembered of user's password.
 func (v *verifiedPasswords) forget(user uint32) {
 	v.mu.Lock()

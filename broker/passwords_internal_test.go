@@ -189,3 +189,17 @@ func FuzzParsePHC(f *testing.F) {
 		}
 	})
 }
+
+// The root password the broker has just set or verified at start is
+// remembered: the first login with it does not run argon2id again.
+func TestRootPasswordRememberedAtStart(t *testing.T) {
+	v := newVerifiedPasswords()
+	hash, err := hashPassword("secret")
+	require.NoError(t, err)
+	v.remember(1, hash, "secret")
+	e, ok := v.m[1]
+	require.True(t, ok)
+	require.Equal(t, hash, e.hash)
+	require.True(t, v.check(1, hash, "secret"))
+	require.False(t, v.check(1, hash, "wrong"), "another password still goes through argon2id and fails")
+}

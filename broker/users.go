@@ -94,6 +94,7 @@ func (b *Broker) bootstrapRoot() (bool, error) {
 		return false, nil
 	}
 	if root != nil && root.name == b.cfg.RootUsername && verifyPassword(root.password, b.cfg.RootPassword) {
+		b.verified.remember(rootUserID, root.password, b.cfg.RootPassword)
 		return false, nil
 	}
 	hash, err := hashPassword(b.cfg.RootPassword)
@@ -109,6 +110,7 @@ func (b *Broker) bootstrapRoot() (bool, error) {
 		return false, fmt.Errorf("broker: root user: the username %q (RootUsername) belongs to user %d", b.cfg.RootUsername, o.id)
 	}
 	root.name, root.password, root.status = b.cfg.RootUsername, hash, wire.UserActive
+	b.verified.remember(rootUserID, hash, b.cfg.RootPassword)
 	return true, nil
 }
 
