@@ -10,6 +10,7 @@ import (
 	"github.com/ferryhq/ferry/api"
 	"github.com/ferryhq/ferry/config"
 	_ "github.com/ferryhq/ferry/connectors/all" // built-in connectors
+	"github.com/ferryhq/ferry/internal/gcfloor"
 	"github.com/ferryhq/ferry/runtime"
 	"github.com/spf13/cobra"
 )
@@ -45,6 +46,7 @@ address (or address = "embedded"), Ferry starts its embedded broker.`,
 			if err != nil {
 				return err
 			}
+			gcfloor.Start(cmd.Context(), gcfloor.DefaultFloor, time.Second)
 			if err := rt.Start(cmd.Context()); err != nil {
 				return err
 			}

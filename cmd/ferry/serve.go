@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/broker"
+	"github.com/ferryhq/ferry/internal/gcfloor"
 	"github.com/ferryhq/ferry/internal/units"
 	"github.com/ferryhq/ferry/sysevents"
 	"github.com/spf13/cobra"
@@ -164,6 +165,7 @@ for each event: ` + "`ferry hook create NAME segment.deleted CMD --stream ferry.
 			if err != nil {
 				return usageError{fmt.Errorf("--events-max-size: %w", err)}
 			}
+			gcfloor.Start(cmd.Context(), gcfloor.DefaultFloor, time.Second)
 			b, err := broker.Start(cmd.Context(), broker.Config{
 				Addr:                      l.addr,
 				TLS:                       tlsCfg,

@@ -22,6 +22,7 @@ import (
 	"github.com/ferryhq/ferry/config"
 	_ "github.com/ferryhq/ferry/connectors/file" // the file source and sink
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/gcfloor"
 	"github.com/ferryhq/ferry/runtime"
 )
 
@@ -180,6 +181,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 
+	gcCtx, stopGC := context.WithCancel(ctx)
+	defer stopGC()
+	gcfloor.Start(gcCtx, gcfloor.DefaultFloor, time.Second) // as ferry run does
 	runtimeGC()
 	resetPeakRSS()
 	cpu0, start := cpuTime(), time.Now()
