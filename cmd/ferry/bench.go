@@ -67,7 +67,8 @@ it.`,
 			fmt.Fprintf(out, "MB/s         %.1f (input %.1f MB)\n", res.MBPerSecond(), float64(res.InputBytes)/1e6)
 			fmt.Fprintf(out, "CPU-µs/msg   %.2f (user+system %s)\n", res.CPUMicrosPerMessage(), res.CPU.Round(time.Millisecond))
 			if res.PeakRSS > 0 {
-				fmt.Fprintf(out, "peak RSS     %.1f MiB\n", float64(res.PeakRSS)/(1<<20))
+				fmt.Fprintf(out, "peak RSS     %.1f MiB (anonymous, the heap and stacks: %.1f MiB at most; the rest is the binary's own pages)\n",
+					float64(res.PeakRSS)/(1<<20), float64(res.PeakAnon)/(1<<20))
 			}
 			return nil
 		},

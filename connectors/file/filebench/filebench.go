@@ -83,8 +83,12 @@ type Result struct {
 	// broker and connectors) over Elapsed, from getrusage.
 	CPU time.Duration
 	// PeakRSS is the process's peak resident set over the run, in bytes
-	// (Linux: VmHWM, reset at the start; 0 where not measured).
+	// (Linux: VmHWM, reset at the start; 0 where not measured). It counts
+	// the pages of the binary the process has touched (tens of MB).
 	PeakRSS int64
+	// PeakAnon is the most anonymous resident memory (the heap, stacks)
+	// seen by sampling every 10 ms (Linux: RssAnon).
+	PeakAnon int64
 }
 
 // MessagesPerSecond is records over elapsed time.
@@ -190,8 +194,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := rt.Start(ctx); err != nil {
 		return Result{}, fmt.Errorf("start the runtime: %w", err)
 	}
+	sampled := sampleAnon(gcCtx)
 	waitErr := waitForSize(ctx, sinkDirs(dir, o.Sinks), want, o.Stall)
 	res.Elapsed, res.CPU, res.PeakRSS = time.Since(start), cpuTime()-cpu0, peakRSS()
+	stopGC()
+	res.PeakAnon = <-sampled
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	stopErr := rt.Stop(stopCtx)
@@ -209,6 +216,27 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// sampleAnon samples the anonymous resident memory every 10 ms until ctx
+// ends, then sends the most it saw.
+func sampleAnon(ctx context.Context) <-chan int64 {
+	out := make(chan int64, 1)
+	go func() {
+		peak := anonRSS()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				out <- peak
+				return
+			case <-t.C:
+				peak = max(peak, anonRSS())
+			}
+		}
+	}()
+	return out
 }
 
 // createTopic creates the topic with its partitions in the embedded

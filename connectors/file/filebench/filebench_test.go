@@ -68,6 +68,7 @@ func BenchmarkFilePipeline(b *testing.B) {
 			b.ReportMetric(res.MBPerSecond(), "MB/s")
 			b.ReportMetric(res.CPUMicrosPerMessage(), "cpu-µs/msg")
 			b.ReportMetric(float64(res.PeakRSS)/(1<<20), "peak-MiB")
+			b.ReportMetric(float64(res.PeakAnon)/(1<<20), "peak-anon-MiB")
 			b.ReportMetric(float64(res.Elapsed.Nanoseconds())/float64(b.N), "ns/op")
 		})
 	}

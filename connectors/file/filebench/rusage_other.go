@@ -13,3 +13,4 @@ func cpuTime() time.Duration { return 0 }
 func runtimeGC()     { rt.GC() }
 func resetPeakRSS()  {}
 func peakRSS() int64 { return 0 }
+func anonRSS() int64 { return 0 }
