@@ -16,7 +16,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure Ferry's performance on this machine",
 		Args:  cobra.NoArgs,
 	}
-	bench.AddCommand(newBenchPipelineCmd())
+	bench.AddCommand(newBenchPipelineCmd(), newBenchClientCmd())
 	return bench
 }
 
