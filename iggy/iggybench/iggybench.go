@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/cputime"
 )
 
 // Poll modes.
@@ -182,7 +183,7 @@ func (o *Options) send(ctx context.Context, stream, topic iggy.Identifier) (Phas
 		payload[i] = byte('a' + i%26)
 	}
 	var next atomic.Int64 // messages claimed by the producers
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Process()
 	err = each(len(cs), func(i int) error {
 		msgs := make([]iggy.Message, o.Batch)
 		for k := 0; ; k++ {
@@ -200,7 +201,7 @@ func (o *Options) send(ctx context.Context, stream, topic iggy.Identifier) (Phas
 			}
 		}
 	})
-	return Phase{Messages: o.Messages, Bytes: int64(o.Messages) * int64(o.Size), Elapsed: time.Since(start), CPU: cpuTime() - cpu0}, err
+	return Phase{Messages: o.Messages, Bytes: int64(o.Messages) * int64(o.Size), Elapsed: time.Since(start), CPU: cputime.Process() - cpu0}, err
 }
 
 // poll reads every message back.
@@ -212,7 +213,7 @@ func (o *Options) poll(ctx context.Context, stream, topic iggy.Identifier) (Phas
 	defer closeAll()
 	var got atomic.Int64
 	var bytes atomic.Int64
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Process()
 	if o.Poll == PollGroup {
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -261,7 +262,7 @@ func (o *Options) poll(ctx context.Context, stream, topic iggy.Identifier) (Phas
 			return nil
 		})
 	}
-	p := Phase{Messages: int(got.Load()), Bytes: bytes.Load(), Elapsed: time.Since(start), CPU: cpuTime() - cpu0}
+	p := Phase{Messages: int(got.Load()), Bytes: bytes.Load(), Elapsed: time.Since(start), CPU: cputime.Process() - cpu0}
 	if err == nil && p.Messages != o.Messages {
 		err = fmt.Errorf("polled %d messages, sent %d", p.Messages, o.Messages)
 	}

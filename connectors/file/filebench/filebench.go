@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/ferryhq/ferry/config"
 	_ "github.com/ferryhq/ferry/connectors/file" // the file source and sink
 	"github.com/ferryhq/ferry/iggy"
+	"github.com/ferryhq/ferry/internal/cputime"
 	"github.com/ferryhq/ferry/internal/gcfloor"
 	"github.com/ferryhq/ferry/runtime"
 )
@@ -188,15 +190,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	gcCtx, stopGC := context.WithCancel(ctx)
 	defer stopGC()
 	gcfloor.Start(gcCtx, gcfloor.DefaultFloor, time.Second) // as ferry run does
-	runtimeGC()
+	goruntime.GC()                                          // the input generation's garbage goes before the run
 	resetPeakRSS()
-	cpu0, start := cpuTime(), time.Now()
+	cpu0, start := cputime.Process(), time.Now()
 	if err := rt.Start(ctx); err != nil {
 		return Result{}, fmt.Errorf("start the runtime: %w", err)
 	}
 	sampled := sampleAnon(gcCtx)
 	waitErr := waitForSize(ctx, sinkDirs(dir, o.Sinks), want, o.Stall)
-	res.Elapsed, res.CPU, res.PeakRSS = time.Since(start), cpuTime()-cpu0, peakRSS()
+	res.Elapsed, res.CPU, res.PeakRSS = time.Since(start), cputime.Process()-cpu0, peakRSS()
 	stopGC()
 	res.PeakAnon = <-sampled
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

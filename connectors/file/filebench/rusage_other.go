@@ -2,15 +2,7 @@
 
 package filebench
 
-import (
-	rt "runtime"
-	"time"
-)
-
-// cpuTime is not measured on this system.
-func cpuTime() time.Duration { return 0 }
-
-func runtimeGC()     { rt.GC() }
+// Memory is not measured on this system.
 func resetPeakRSS()  {}
 func peakRSS() int64 { return 0 }
 func anonRSS() int64 { return 0 }

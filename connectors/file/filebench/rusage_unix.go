@@ -5,23 +5,8 @@ package filebench
 import (
 	"bytes"
 	"os"
-	rt "runtime"
 	"strconv"
-	"syscall"
-	"time"
 )
-
-// cpuTime is the user plus system CPU time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// runtimeGC returns the input generation's garbage before the run.
-func runtimeGC() { rt.GC() }
 
 // resetPeakRSS restarts the kernel's peak resident set count (Linux:
 // writing 5 to clear_refs), so peakRSS covers the run only.

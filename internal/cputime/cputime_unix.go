@@ -1,14 +1,15 @@
 //go:build unix
 
-package iggybench
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the user plus system CPU time this process has used.
-func cpuTime() time.Duration {
+// Process is the user plus system CPU time this process has used; 0 when
+// it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
