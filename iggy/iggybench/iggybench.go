@@ -187,7 +187,8 @@ func (o *Options) send(ctx context.Context, stream, topic iggy.Identifier) (Phas
 	err = each(len(cs), func(i int) error {
 		msgs := make([]iggy.Message, o.Batch)
 		for k := 0; ; k++ {
-			n := int(min(int64(o.Batch), int64(o.Messages)-next.Add(int64(o.Batch))+int64(o.Batch)))
+			from := next.Add(int64(o.Batch)) - int64(o.Batch) // this batch's first message
+			n := int(min(int64(o.Batch), int64(o.Messages)-from))
 			if n <= 0 {
 				return nil
 			}
