@@ -27,7 +27,8 @@ import (
 // the server storing the offset of every poll instead.
 //
 // Poll is for one goroutine at a time; Commit and Close may be called
-// from any goroutine.
+// from any goroutine. WithPrefetch reads the next batch while the caller
+// handles the one Poll returned.
 type GroupConsumer struct {
 	c                    *Client
 	stream, topic, group Identifier
@@ -52,6 +53,8 @@ type GroupConsumer struct {
 	closed     bool
 	left       bool // Close finished: left the group, or never joined
 
+	ahead aheadState // WithPrefetch: the batch being read ahead
+
 	closeMu sync.Mutex // serialises Close
 	// bgIdle is closed once bg is at zero: made by a Close that waits for
 	// the requests left running and kept, under closeMu, for the next
@@ -75,6 +78,7 @@ type consumerConfig struct {
 	resyncInterval time.Duration
 	start          *startPoint // nil: the first message
 	wake           func() <-chan struct{}
+	prefetch       bool
 }
 
 // startPoint is where a group starts on a partition it has stored no
@@ -172,6 +176,9 @@ func NewGroupConsumer(c *Client, stream, topic, group Identifier, opts ...Consum
 	if _, numeric := group.Numeric(); cfg.create && numeric {
 		errs = append(errs, fmt.Errorf("%w: WithCreateGroup needs the group by name, got id %s", errConfig, group))
 	}
+	if cfg.prefetch && cfg.autoCommit {
+		errs = append(errs, fmt.Errorf("%w: WithPrefetch and WithAutoCommit together would commit a batch before Poll returns it", errConfig))
+	}
 	if cfg.count == 0 || cfg.pollInterval <= 0 || cfg.resyncInterval <= 0 {
 		errs = append(errs, fmt.Errorf("%w: poll count %d, poll interval %s and resync interval %s must be positive",
 			errConfig, cfg.count, cfg.pollInterval, cfg.resyncInterval))
@@ -228,8 +235,16 @@ func (g *GroupConsumer) Join(ctx context.Context) error {
 // is one or ctx ends. Connection failures are returned (the client
 // reconnects; call Poll again); membership changes are handled inside.
 func (g *GroupConsumer) Poll(ctx context.Context) (*Batch, error) {
+	if g.cfg.prefetch {
+		return g.pollAhead(ctx)
+	}
 	g.pollMu.Lock()
 	defer g.pollMu.Unlock()
+	return g.poll(ctx)
+}
+
+// poll is Poll under pollMu.
+func (g *GroupConsumer) poll(ctx context.Context) (*Batch, error) {
 	empty := 0
 	var woken <-chan struct{} // taken before a round, so an append during it is seen
 	for {
@@ -610,6 +625,7 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		close(g.closing)
 	}
 	g.mu.Unlock()
+	g.ahead.stop()  // a batch read ahead is dropped: it was not committed
 	g.pollMu.Lock() // wait for a Poll in progress
 	defer g.pollMu.Unlock()
 	if g.bgIdle == nil {

@@ -87,6 +87,7 @@ clients.`,
 	f.IntVar(&o.Partitions, "partitions", 1, "partitions of the topic")
 	f.IntVar(&o.Producers, "producers", 1, "sending connections")
 	f.IntVar(&o.Consumers, "consumers", 1, "polling connections")
+	f.BoolVar(&o.Prefetch, "prefetch", false, "with --poll group, read the next batch while the current one is committed (iggy.WithPrefetch)")
 	f.StringVar(&o.Poll, "poll", iggybench.PollPartition, "how to poll: partition (from offset 0, no offsets stored) or group (a consumer group, each batch committed)")
 	f.StringVar(&mode, "mode", "both", "both, or send only (the messages are still polled back to check them, but not reported)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")

@@ -45,6 +45,9 @@ type Options struct {
 	Producers          int    // sending connections, default 1
 	Consumers          int    // polling connections, default 1
 	Poll               string // PollPartition (default) or PollGroup
+	// Prefetch polls a group with iggy.WithPrefetch (reading the next
+	// batch while the current one is counted and committed).
+	Prefetch bool
 }
 
 // Phase is what one direction measured.
@@ -219,8 +222,11 @@ func (o *Options) poll(ctx context.Context, stream, topic iggy.Identifier) (Phas
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		err = each(len(cs), func(i int) error {
-			g, err := iggy.NewGroupConsumer(cs[i], stream, topic, iggy.NamedID("bench"), iggy.WithCreateGroup(),
-				iggy.WithPollCount(uint32(o.Batch)), iggy.WithPollInterval(time.Millisecond))
+			opts := []iggy.ConsumerOption{iggy.WithCreateGroup(), iggy.WithPollCount(uint32(o.Batch)), iggy.WithPollInterval(time.Millisecond)}
+			if o.Prefetch {
+				opts = append(opts, iggy.WithPrefetch())
+			}
+			g, err := iggy.NewGroupConsumer(cs[i], stream, topic, iggy.NamedID("bench"), opts...)
 			if err != nil {
 				return fmt.Errorf("group consumer: %w", err)
 			}
