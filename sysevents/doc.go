@@ -26,7 +26,7 @@
 // topics, with SegmentSize segments, DefaultMaxTopicSize and
 // DefaultMessageExpiry (configurable: broker.Events, ferry serve
 // --events-max-size, --events-expiry). The broker publishes the first
-// sixteen types of the catalog (OriginBroker); the runtime adds
+// seventeen types of the catalog (OriginBroker); the runtime adds
 // connector.status_changed and message.dead_lettered (OriginRuntime) on
 // whatever broker it uses. Against an external Iggy server only the
 // runtime's two types exist.

@@ -12,7 +12,7 @@ import (
 // the topic of the system stream that holds the events of that type.
 type Type string
 
-// The event types: a closed list. The broker publishes the first sixteen,
+// The event types: a closed list. The broker publishes the first seventeen,
 // the runtime the last two (on whatever broker it uses).
 const (
 	// StreamCreated: a stream was created (create_stream). Data: StreamData.
