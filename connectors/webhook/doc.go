@@ -123,9 +123,10 @@
 // source conformance suite, a kill -9 test with a load generator posting
 // 10,000 signed deliveries and retrying on any non-2xx, refusals of bad,
 // stale and replayed signatures, a flood over the body limit with the
-// heap measured, each provider's documented test vectors (in package
-// webhooksig), and a fuzz test of the request handling and of the state
-// decoder.
+// bytes allocated during it measured, each provider's documented test
+// vectors (in package webhooksig; bearer and basic against the examples
+// of RFC 6750 and RFC 7617, here), and a fuzz test of the request
+// handling and of the state decoder.
 //
 // Left out: upstream's endpoint management API and shared listeners
 // between connectors (each webhook source has its own address);

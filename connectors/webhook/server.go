@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,13 +210,21 @@ func (s *Source) verify(ep *endpoint, r *http.Request, body []byte) (string, err
 	case VerifyHMAC:
 		err = ep.hmac.Verify(ep.secrets, r.Header.Get(ep.header), body)
 	case VerifyBearer:
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, ok := credentials(r, "Bearer")
 		if !ok || !anyEqual(ep.secrets, tok) {
 			err = errors.New("no matching bearer token")
 		}
 	case VerifyBasic:
-		user, pass, ok := r.BasicAuth()
-		if !ok || !anyEqual(ep.secrets, user+":"+pass) {
+		// user-id ":" password, base64 (RFC 7617 section 2); compared
+		// whole with the configured user:password.
+		cred, ok := credentials(r, "Basic")
+		var userPass []byte
+		if ok {
+			var decErr error
+			userPass, decErr = base64.StdEncoding.DecodeString(cred)
+			ok = decErr == nil && bytes.IndexByte(userPass, ':') >= 0
+		}
+		if !ok || !anyEqual(ep.secrets, string(userPass)) {
 			err = errors.New("no matching basic credentials")
 		}
 	}
@@ -225,6 +235,24 @@ func (s *Source) verify(ep *endpoint, r *http.Request, body []byte) (string, err
 		id = r.Header.Get(ep.idHeader)
 	}
 	return id, nil
+}
+
+// credentials is what follows scheme in the request's one Authorization
+// field: credentials = auth-scheme 1*SP token68 (RFC 9110 section 11.4),
+// the scheme matched case-insensitively (RFC 9110 section 11.1, RFC 7617
+// section 2, RFC 6750 section 2.1). Two Authorization fields (a singleton
+// field sent twice) are refused.
+func credentials(r *http.Request, scheme string) (string, bool) {
+	vs := r.Header.Values("Authorization")
+	if len(vs) != 1 {
+		return "", false
+	}
+	got, rest, ok := strings.Cut(vs[0], " ")
+	if !ok || !strings.EqualFold(got, scheme) {
+		return "", false
+	}
+	rest = strings.TrimLeft(rest, " ")
+	return rest, rest != ""
 }
 
 // anyEqual compares got with each secret in constant time.
