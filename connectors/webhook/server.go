@@ -134,6 +134,9 @@ func (s *Source) admit(d *delivery) (_ *delivery, dup bool, _ error) {
 		if w := s.inflight[d.id]; w != nil {
 			return w, false, nil
 		}
+		// Forget what is past dedup_window first: without deliveries
+		// being polled nothing else expires the window.
+		s.win.expire(s.now())
 		if s.win.has(d.id) {
 			return nil, true, nil
 		}
