@@ -49,6 +49,14 @@ func dsnOf(s *connector.Settings) string {
 	return s.String("connection_string")
 }
 
+// dsnKey is the key dsnOf's value came from, for errors about it.
+func dsnKey(s *connector.Settings) string {
+	if s.String("dsn") == "" && s.String("connection_string") != "" {
+		return "connection_string"
+	}
+	return "dsn"
+}
+
 func lintConnection(s *connector.Settings, fail connector.FailFunc) {
 	if s.String("dsn") != "" && s.String("connection_string") != "" {
 		fail("connection_string", "cannot be set with dsn")
@@ -57,11 +65,11 @@ func lintConnection(s *connector.Settings, fail connector.FailFunc) {
 		fail("username", "cannot be set with user")
 	}
 	if dsnOf(s) == "" && s.String("host") == "" {
-		fail("dsn", `required key is missing (or set host); expected a DSN such as "user:password@tcp(localhost:3306)/app"`)
+		fail("dsn", `required key is missing (or set connection_string, or host); expected a DSN such as "user:password@tcp(localhost:3306)/app"`)
 	}
 	if dsnOf(s) != "" {
 		if _, err := mysql.ParseDSN(dsnOf(s)); err != nil {
-			fail("dsn", "cannot be parsed: %s", scrubDSN(err.Error()))
+			fail(dsnKey(s), "cannot be parsed: %s", scrubDSN(err.Error()))
 		}
 	}
 }
@@ -80,7 +88,7 @@ func connFrom(s *connector.Settings) (*conn, error) {
 	if d := dsnOf(s); d != "" {
 		var err error
 		if cfg, err = mysql.ParseDSN(d); err != nil {
-			return nil, s.Errorf("dsn", "cannot be parsed: %s", scrubDSN(err.Error()))
+			return nil, s.Errorf(dsnKey(s), "cannot be parsed: %s", scrubDSN(err.Error()))
 		}
 	}
 	if h := s.String("host"); h != "" || s.Has("port") {
@@ -106,7 +114,7 @@ func connFrom(s *connector.Settings) (*conn, error) {
 		cfg.TLSConfig = t
 	}
 	if cfg.DBName == "" {
-		return nil, s.Errorf("database", "required key is missing (or name the database in dsn)")
+		return nil, s.Errorf("database", "required key is missing (or name the database in %s)", dsnKey(s))
 	}
 	cfg.Timeout = s.Duration("connect_timeout")
 	cfg.ParseTime = true
@@ -210,7 +218,9 @@ var dsnPassword = regexp.MustCompile(`^([^:@/]*):[^@]*@`)
 func scrubDSN(s string) string { return dsnPassword.ReplaceAllString(s, "$1:***@") }
 
 // ident is a validated identifier: any name MySQL allows except NUL, at
-// most 64 characters, quoted with backticks (a backtick doubled).
+// most 64 characters, no trailing space, no character beyond U+FFFF
+// (MariaDB refuses those with error 1300), quoted with backticks (a
+// backtick doubled).
 func ident(name string) (string, error) {
 	switch {
 	case name == "":
@@ -221,6 +231,8 @@ func ident(name string) (string, error) {
 		return "", fmt.Errorf("%q holds a NUL character", name)
 	case strings.TrimRight(name, " ") != name:
 		return "", fmt.Errorf("%q ends with a space, which MySQL refuses", name)
+	case strings.IndexFunc(name, func(r rune) bool { return r > 0xFFFF }) >= 0:
+		return "", fmt.Errorf("%q holds a character outside Unicode's Basic Multilingual Plane (an emoji?), which MySQL refuses in names", name)
 	}
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`", nil
 }
