@@ -28,7 +28,8 @@ func cdcFields() []connector.Field {
 }
 
 // pollingOnly are keys that mean nothing to CDC mode.
-var pollingOnly = []string{"tracking_column", "primary_key_column", "poll_interval", "delete_after_read", "processed_column", "payload_column"}
+var pollingOnly = []string{"tracking_column", "primary_key_column", "poll_interval", "delete_after_read", "processed_column", "payload_column",
+	"initial_offset", "custom_query"}
 
 func lintCDC(s *connector.Settings, fail connector.FailFunc) {
 	if s.String("mode") != "cdc" {

@@ -112,10 +112,20 @@
 // is retried max_retries times and then reported Unavailable: nothing is
 // dead-lettered and the runtime delivers the batch again.
 //
-// # Source
+// # Source, polling mode (mode = "polling", the default)
+//
+//	tables = ["users", "shop.orders"]   # or table = "users"; or custom_query
+//	tracking_column = "id"              # grows with each new row
+//	primary_key_column = "id"           # unique; breaks ties of tracking values (default tracking_column)
+//	initial_offset = "0"                # the first run reads rows whose tracking value is above it
+//	batch_size = 1000, poll_interval = "10s"
+//	delete_after_read = false           # or processed_column = "done"
+//	payload_column = "body"             # send its value instead of a JSON record
+//	custom_query = "SELECT ... WHERE id > $offset ORDER BY id LIMIT $limit"
 //
 // The source polls each table of tables in turn: SELECT * ... WHERE
-// (tracking_column, primary_key_column) is after the last row read,
+// (tracking_column, primary_key_column) is after the last row read (or,
+// on the first run, tracking_column > initial_offset when it is set),
 // ORDER BY both, LIMIT batch_size. The tracking column must grow with each
 // new row (an AUTO_INCREMENT id, or an insert time with ties broken by
 // the key); a row inserted later with a smaller value, or updated in
@@ -132,4 +142,45 @@
 // and processed_column (UPDATE ... = 1, and such rows are skipped) act in
 // Ack, after the batch is in Iggy; a crash before Ack leaves the rows,
 // which the saved position skips anyway.
+//
+// Tracking and key values are bound as text, which MariaDB converts to
+// the column's type for the comparison (BIGINT ids near 2^63 compare
+// exactly: tried on 10.11).
+//
+// # Source, custom query (custom_query set)
+//
+// custom_query replaces the generated SELECT, with the postgres source's
+// placeholders: $table becomes the quoted name of a table of tables (the
+// query runs once per table, each with its own position; without $table
+// it runs once, and tables may name at most one table); $offset is the
+// last row's tracking_column value (initial_offset before the first row,
+// so a query with $offset needs initial_offset), $limit is batch_size,
+// $now the current UTC time (a DATETIME) and $now_unix its Unix seconds.
+// Ferry adds $key, the last row's primary_key_column value (NULL before
+// the first row), to break ties of the tracking value as the table mode
+// does:
+//
+//	custom_query = """SELECT e.id, e.at, u.name FROM events e JOIN users u ON u.id = e.user_id
+//	  WHERE e.at > $offset OR (e.at = $offset AND e.id > $key) ORDER BY e.at, e.id LIMIT $limit"""
+//
+// Every placeholder but $table is sent as a ? parameter of a prepared
+// statement: no value, saved or configured, ever becomes SQL text.
+// Placeholders are whole words ("$offsets" is left alone) outside
+// backticks (`$offset` is a column); '$offset' or
+// "$offset" in quotes, as upstream's examples write them, is the
+// parameter too. The query must order its rows by what $offset (and
+// $key) compare, and its result must hold tracking_column (the position
+// is the last row's value; rows whose value is NULL leave it unchanged);
+// columns are named as the result names them (aliases). A query without
+// $offset keeps no position and reads whatever it selects at every poll,
+// which suits a query that selects rows not yet processed. Message ids
+// are a UUID v5 of the table (empty without tables) and
+// primary_key_column's value, which should be unique in the result;
+// without that column in the result, ids are left to the runtime.
+// delete_after_read and processed_column need tables to name the one
+// table they act on (as in postgres): Ack deletes or marks the rows
+// whose primary_key_column (a column of that table) holds the batch's
+// values; the source adds no filter to a custom query, so with
+// processed_column the query must skip marked rows itself (WHERE NOT
+// done). custom_query and initial_offset are refused in CDC mode.
 package mysql

@@ -42,7 +42,11 @@ type position struct {
 // batch in Iggy. Message ids are a UUID v5 of the table and the row's
 // key, so a row read again (after a crash between sending and saving the
 // state) carries the same id. delete_after_read and processed_column act
-// in Ack, after the batch is in Iggy.
+// in Ack, after the batch is in Iggy. With custom_query, the query (run
+// once per table of tables when it uses $table, else once) replaces the
+// generated one: its placeholders are bound as parameters, and the
+// position is the last row's tracking_column and primary_key_column
+// values, which $offset and $key bind.
 type Source struct {
 	conn *conn
 	set  *sourceSettings
@@ -93,7 +97,8 @@ func (s *Source) Open(ctx context.Context, state []byte) error {
 		return orUnavailable(fmt.Errorf("mysql source: %w", err))
 	}
 	s.db = db
-	s.log.Info("mysql source connected", "server", s.conn.describe(), "tables", s.set.tables)
+	s.log.Info("mysql source connected", "server", s.conn.describe(), "tables", s.set.tables,
+		"custom_query", s.set.customQuery != "")
 	return nil
 }
 
@@ -111,7 +116,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 				return err
 			})
 			if err != nil {
-				return nil, orUnavailable(fmt.Errorf("mysql source: read %s: %w", table, err))
+				return nil, orUnavailable(fmt.Errorf("mysql source: read %s: %w", s.describe(table), err))
 			}
 			if b != nil {
 				return b, nil
@@ -123,14 +128,22 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 	}
 }
 
-// read returns the rows of table after its position, or nil.
-func (s *Source) read(ctx context.Context, table string) (*connector.Batch, error) {
+// query is the SQL that reads table's next rows, and its arguments.
+func (s *Source) query(table string) (string, []any) {
+	p, seen := s.pos[table]
+	if s.set.customQuery != "" {
+		return s.set.customQueryFor(table, p, seen, time.Now())
+	}
 	q, _ := tableName(table)
 	var where []string
 	var args []any
-	if p, ok := s.pos[table]; ok {
+	switch {
+	case seen:
 		where = append(where, fmt.Sprintf("(%[1]s > ? OR (%[1]s = ? AND %[2]s > ?))", s.set.tracking, s.set.pk))
 		args = append(args, p.Tracking, p.Tracking, p.Key)
+	case s.set.initialOffset != nil:
+		where = append(where, s.set.tracking+" > ?")
+		args = append(args, *s.set.initialOffset)
 	}
 	if s.set.processed != "" {
 		where = append(where, "NOT COALESCE("+s.set.processed+", 0)")
@@ -143,7 +156,51 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 	if s.set.pk != s.set.tracking {
 		order += ", " + s.set.pk
 	}
-	query += " ORDER BY " + order + " LIMIT " + strconv.Itoa(s.set.batchSize)
+	return query + " ORDER BY " + order + " LIMIT " + strconv.Itoa(s.set.batchSize), args
+}
+
+// describe names what is read for errors: the table, or custom_query.
+func (s *Source) describe(table string) string {
+	switch {
+	case s.set.customQuery == "":
+		return table
+	case table == "":
+		return "custom_query"
+	}
+	return "custom_query for " + table
+}
+
+// columns finds the tracking, key and payload columns in a result; -1
+// for one that is missing and not needed.
+func (s *Source) columns(table string, names []string) (trackIdx, pkIdx, payIdx int, err error) {
+	trackIdx, pkIdx, payIdx = index(names, s.set.tracking), index(names, s.set.pk), -1
+	what := s.describe(table)
+	if s.set.customQuery == "" {
+		what = "table " + table
+		if trackIdx < 0 || pkIdx < 0 {
+			return 0, 0, 0, fmt.Errorf("table %s has no column %s or %s (tracking_column, primary_key_column)", table, s.set.tracking, s.set.pk)
+		}
+	} else {
+		u := s.set.uses
+		if trackIdx < 0 && (u["$offset"] || u["$key"]) {
+			return 0, 0, 0, fmt.Errorf("%s: tracking_column %s is not a column of the result, so $offset cannot move on", what, s.set.tracking)
+		}
+		if pkIdx < 0 && (u["$key"] || s.set.deleteAfter || s.set.processed != "") {
+			return 0, 0, 0, fmt.Errorf("%s: primary_key_column %s is not a column of the result ($key, delete_after_read and processed_column need it)", what, s.set.pk)
+		}
+	}
+	if s.set.payloadColumn != "" {
+		pc, _ := ident(s.set.payloadColumn)
+		if payIdx = index(names, pc); payIdx < 0 {
+			return 0, 0, 0, fmt.Errorf("%s has no column %s (payload_column)", what, s.set.payloadColumn)
+		}
+	}
+	return trackIdx, pkIdx, payIdx, nil
+}
+
+// read returns the rows of table after its position, or nil.
+func (s *Source) read(ctx context.Context, table string) (*connector.Batch, error) {
+	query, args := s.query(table)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -157,15 +214,9 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 	for i, t := range types {
 		names[i] = t.Name()
 	}
-	trackIdx, pkIdx, payIdx := index(names, s.set.tracking), index(names, s.set.pk), -1
-	if trackIdx < 0 || pkIdx < 0 {
-		return nil, fmt.Errorf("table %s has no column %s or %s (tracking_column, primary_key_column)", table, s.set.tracking, s.set.pk)
-	}
-	if s.set.payloadColumn != "" {
-		pc, _ := ident(s.set.payloadColumn)
-		if payIdx = index(names, pc); payIdx < 0 {
-			return nil, fmt.Errorf("table %s has no column %s (payload_column)", table, s.set.payloadColumn)
-		}
+	trackIdx, pkIdx, payIdx, err := s.columns(table, names)
+	if err != nil {
+		return nil, err
 	}
 	b := &connector.Batch{Schema: connector.SchemaJSON}
 	if payIdx >= 0 {
@@ -173,6 +224,7 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 	}
 	var keys []any
 	var last position
+	moved := false
 	for rows.Next() {
 		vals := make([]any, len(names))
 		ptrs := make([]any, len(names))
@@ -182,9 +234,19 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		last = position{Tracking: text(vals[trackIdx]), Key: text(vals[pkIdx])}
-		keys = append(keys, vals[pkIdx])
-		m := connector.Message{ID: uuid.NewSHA1(idSpace, []byte(table+"\x00"+last.Key))}
+		var m connector.Message
+		if pkIdx >= 0 {
+			key := text(vals[pkIdx])
+			keys = append(keys, vals[pkIdx])
+			m.ID = uuid.NewSHA1(idSpace, []byte(table+"\x00"+key))
+			// A custom query's row without a tracking value has no
+			// place to resume from: the position stays.
+			if trackIdx >= 0 && (s.set.customQuery == "" || vals[trackIdx] != nil) {
+				last, moved = position{Tracking: text(vals[trackIdx]), Key: key}, true
+			}
+		} else if trackIdx >= 0 && vals[trackIdx] != nil {
+			last, moved = position{Tracking: text(vals[trackIdx])}, true
+		}
 		if payIdx >= 0 {
 			m.Payload = []byte(text(vals[payIdx]))
 		} else {
@@ -193,7 +255,7 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 				rec[n] = jsonValue(types[i], vals[i])
 			}
 			if m.Payload, err = json.Marshal(orderedRecord{names, rec}); err != nil {
-				return nil, fmt.Errorf("row of %s as JSON: %w", table, err)
+				return nil, fmt.Errorf("row of %s as JSON: %w", s.describe(table), err)
 			}
 		}
 		b.Messages = append(b.Messages, m)
@@ -204,13 +266,15 @@ func (s *Source) read(ctx context.Context, table string) (*connector.Batch, erro
 	if len(b.Messages) == 0 {
 		return nil, nil
 	}
-	s.pos[table] = last
+	if moved {
+		s.pos[table] = last
+	}
 	state, err := json.Marshal(s.pos)
 	if err != nil {
 		return nil, err
 	}
 	b.State = state
-	if s.set.deleteAfter || s.set.processed != "" {
+	if len(keys) > 0 && s.set.deleteAfter || s.set.processed != "" {
 		s.mu.Lock()
 		s.keys[b] = []tableKeys{{table, keys}}
 		s.mu.Unlock()
