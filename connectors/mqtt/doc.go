@@ -80,6 +80,28 @@
 // so repeats are the same bounded window. At QoS 0, and with
 // clean_session = true, what arrives while Ferry is away is lost.
 //
+// A broker that crashes and comes back on its persistence file sends
+// again what it had delivered but whose acknowledgement it had not saved
+// — each such message once per crash — and may lose what it had
+// acknowledged to a publisher in the turn the crash cut short. mosquitto
+// saves only at autosave points, and an acknowledgement is not a change
+// autosave_on_changes counts (new messages, subscriptions and retained
+// messages are): what Ferry acknowledged after the last message the
+// broker received comes again, which can be far more than two batches
+// when the stream pauses before the crash. The source notices the lost
+// connection, the runtime restarts it with backoff until the broker is
+// back, and the session's queue is delivered then.
+//
+// An empty message (MQTT allows one; clearing a retained message
+// publishes one to the live subscribers) is passed over with a warning
+// and acknowledged in order: Iggy refuses an empty payload, and could not
+// dead-letter one, so forwarding it would fail its batch on every
+// delivery. Other payloads are carried byte for byte (schema = "raw" for
+// binary ones); topics are any MQTT allows (unicode, spaces, empty
+// levels, a $ prefix an application chose, up to 65535 bytes), and
+// mqtt_topic is left out for a topic longer than a header holds (255
+// bytes).
+//
 // What the broker keeps for an offline session is its business: mosquitto
 // keeps at most max_queued_messages (default 1000) and sends at most
 // max_inflight_messages (default 20) unacknowledged, so a batch holds at

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/ferryhq/ferry/connector"
@@ -168,6 +169,8 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 			took = append(took, m)
 			if !s.skip(m) {
 				n++
+			} else if len(m.Payload()) == 0 {
+				s.log.Warn("passing over an empty MQTT message (Iggy holds no empty payload); acknowledged", "topic", clip(m.Topic(), 200))
 			}
 		}
 		lost := s.lost
@@ -212,7 +215,25 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 	return b, nil
 }
 
-func (s *Source) skip(m paho.Message) bool { return s.skipRetained && m.Retained() }
+// skip reports whether m is passed over (acknowledged, not forwarded): a
+// retained message under skip_retained, and an empty message, since Iggy
+// refuses an empty payload (and a dead letter of one), so forwarding it
+// would fail the batch on every delivery, and the broker would send it
+// again and again.
+func (s *Source) skip(m paho.Message) bool {
+	return (s.skipRetained && m.Retained()) || len(m.Payload()) == 0
+}
+
+// clip is s cut to at most n bytes (at a character's start), for logs.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // ackSkipped acknowledges skipped messages now if no batch before them
 // waits for its acknowledgement, else after those batches (MQTT wants
