@@ -103,5 +103,13 @@
 // no id (Iggy assigns one), so a repeat is not recognisable by id. One
 // source per processing list.
 //
+// Iggy refuses empty payloads (and so could not even dead-letter one): a
+// stream entry whose body field is empty, and an empty list item, are
+// passed over with a warning, acknowledged (XACK) or removed from the
+// processing list at once. An entry without the body field is a JSON
+// object of its fields; JSON strings are UTF-8, so bytes of a field name
+// or value that are not become U+FFFD there: put binary data in the body
+// field, which is sent byte for byte.
+//
 // Tested against Redis 7.0 (Debian 12's redis-server 7.0.15).
 package redis

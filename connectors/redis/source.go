@@ -245,21 +245,33 @@ func (s *Source) notInFlight(msgs []goredis.XMessage) []goredis.XMessage {
 }
 
 // streamBatch is the batch of msgs; entries deleted since they were read
-// (no fields) are acknowledged at once and left out.
+// (no fields) and entries whose body is empty (Iggy refuses empty
+// payloads, and such a message could not even be dead-lettered) are
+// acknowledged at once and left out.
 func (s *Source) streamBatch(ctx context.Context, msgs []goredis.XMessage) *connector.Batch {
 	b := &connector.Batch{Schema: s.schema}
 	var ids, gone []string
+	empty := 0
 	for _, x := range msgs {
 		if len(x.Values) == 0 {
 			gone = append(gone, x.ID)
 			continue
 		}
-		b.Messages = append(b.Messages, s.streamMessage(x))
+		m := s.streamMessage(x)
+		if len(m.Payload) == 0 {
+			gone = append(gone, x.ID)
+			empty++
+			continue
+		}
+		b.Messages = append(b.Messages, m)
 		ids = append(ids, x.ID)
+	}
+	if empty > 0 {
+		s.log.Warn("entries with an empty body passed over (Iggy refuses empty payloads)", "stream", s.stream, "body_key", s.bodyKey, "entries", empty)
 	}
 	if len(gone) > 0 {
 		if err := s.client.XAck(ctx, s.stream, s.group, gone...).Err(); err != nil {
-			s.log.Warn("acknowledge deleted entries", "stream", s.stream, "error", err)
+			s.log.Warn("acknowledge deleted or empty entries (they will be read again and passed over)", "stream", s.stream, "error", err)
 		}
 	}
 	if len(ids) == 0 {
@@ -352,11 +364,31 @@ func (s *Source) pollList(ctx context.Context) (*connector.Batch, error) {
 			}
 		}
 	}
-	b := &connector.Batch{Schema: s.schema, Messages: make([]connector.Message, len(items))}
-	for i, it := range items {
-		b.Messages[i] = connector.Message{Payload: []byte(it)}
+	// Empty items are removed from the processing list at once and left
+	// out: Iggy refuses empty payloads, and such a message could not even
+	// be dead-lettered.
+	b := &connector.Batch{Schema: s.schema, Messages: make([]connector.Message, 0, len(items))}
+	kept := items[:0:0]
+	empty := 0
+	for _, it := range items {
+		if it == "" {
+			empty++
+			continue
+		}
+		b.Messages = append(b.Messages, connector.Message{Payload: []byte(it)})
+		kept = append(kept, it)
 	}
-	return s.remember(b, items), nil
+	if empty > 0 {
+		s.log.Warn("empty items passed over (Iggy refuses empty payloads)", "key", s.list, "items", empty)
+		if err := s.client.LRem(ctx, s.processing, int64(empty), "").Err(); err != nil {
+			s.log.Warn("remove empty items from the processing list (they will be read again and passed over)",
+				"processing_key", s.processing, "error", err)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return s.remember(b, kept), nil
 }
 
 func (s *Source) take(b *connector.Batch) ([]string, bool) {
