@@ -76,6 +76,19 @@ batch_size = 7
 // the topic; a kill repeats at most the batches in flight, and a repeated
 // row keeps its id.
 func TestSourceEveryRowArrivesAcrossKills(t *testing.T) {
+	sourceAcrossKills(t, "table = \"orders\"\n")
+}
+
+// The same with a custom query that breaks ties of seq with $key.
+func TestSourceQueryEveryRowArrivesAcrossKills(t *testing.T) {
+	sourceAcrossKills(t, `custom_query = """SELECT id, seq, n FROM orders
+  WHERE seq > $offset OR (seq = $offset AND id > $key) ORDER BY seq, id LIMIT $limit"""
+initial_offset = -1
+`)
+}
+
+// sourceAcrossKills runs the kill test with plugin naming what to read.
+func sourceAcrossKills(t *testing.T, plugin string) {
 	if testing.Short() {
 		t.Skip("process-kill test")
 	}
@@ -95,12 +108,11 @@ schema = "json"
 linger_time = "0ms"
 [plugin_config]
 dsn = %q
-table = "orders"
-tracking_column = "seq"
+%stracking_column = "seq"
 primary_key_column = "id"
 batch_size = %d
 poll_interval = "10ms"
-`, dsn, batch)})
+`, dsn, plugin, batch)})
 	var added atomic.Int64
 	stop := connectortest.Feed(t, 10*time.Millisecond, func(i int) error {
 		var args []any
