@@ -94,13 +94,14 @@ func handlePoll(b *Broker, r *request) reply {
 	if !nonEmpty || !ok || req.Count == 0 || start > current {
 		return emptyPoll(p.id, current)
 	}
-	body, err := readMessages(p, start, req.Count)
+	frame, err := readMessages(p, start, req.Count)
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) {
 			return status(wire.ErrPartitionNotFound.Code)
 		}
 		return b.failed("poll", err)
 	}
+	body := frame[wire.HeaderSize:]
 	binary.LittleEndian.PutUint64(body[4:], current)
 	body, n, first := trimRecords(body, start)
 	binary.LittleEndian.PutUint32(body[12:], n)
@@ -118,7 +119,7 @@ func handlePoll(b *Broker, r *request) reply {
 			}
 		}
 	}
-	return raw(body)
+	return reply{body: frame[:wire.HeaderSize+len(body)], framed: true}
 }
 
 // pollStart returns the first offset a poll asks for.
@@ -144,20 +145,26 @@ func pollStart(p *partition, req wire.PollMessages, key offsetKey, current uint6
 	return 0, false
 }
 
-// readMessages reads up to count messages from start into a poll body
-// (16-byte prefix with partition id; the caller fills the rest). It reads
-// in chunks sized by the average message seen so far, so a large count
-// does not read much more than one frame can carry.
+// readMessages reads up to count messages from start into a poll reply
+// frame: room for the reply header, then the body (16-byte prefix with
+// partition id; the caller fills the rest) and the records. It reads in
+// chunks sized by the average message seen so far, so a large count does
+// not read much more than one frame can carry.
 func readMessages(p *partition, start uint64, count uint32) ([]byte, error) {
-	body := binary.LittleEndian.AppendUint32(make([]byte, 0, 4096), p.id)
+	const prefix = wire.HeaderSize + 16
+	size := prefix + min(p.log.Span(start, count), maxPollPayload+wire.BatchHeaderSize)
+	body := binary.LittleEndian.AppendUint32(make([]byte, wire.HeaderSize, size), p.id)
 	body = append(body, make([]byte, 12)...)
 	var got uint32
 	next := start
-	for got < count && len(body)-16 < maxPollPayload {
-		chunk := min(count-got, 256)
+	for got < count && len(body)-prefix < maxPollPayload {
+		chunk := count - got // all of it when it fits the frame
+		if size > prefix+maxPollPayload {
+			chunk = min(chunk, 256)
+		}
 		if got > 0 {
-			avg := (len(body)-16)/int(got) + 1
-			chunk = min(count-got, uint32(max((maxPollPayload-(len(body)-16))/avg, 1)))
+			avg := (len(body)-prefix)/int(got) + 1
+			chunk = min(count-got, uint32(max((maxPollPayload-(len(body)-prefix))/avg, 1)))
 		}
 		at := len(body)
 		var n uint32

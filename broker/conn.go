@@ -131,8 +131,11 @@ type cachedReply struct {
 // reply is what a handler decided: a reply frame (status, body), an
 // eviction, or nothing.
 type reply struct {
-	status wire.Code      // non-zero: a pre-commit denial; the body is dropped
-	body   []byte         // the payload, with its result section if any
+	status wire.Code // non-zero: a pre-commit denial; the body is dropped
+	body   []byte    // the payload, with its result section if any
+	// framed: body starts with wire.HeaderSize bytes left for the reply
+	// header, so the body is sent as the frame without a copy (polls).
+	framed bool
 	op     wire.Operation // reply operation; 0 echoes the request's
 	evict  wire.EvictionReason
 	silent bool // send nothing
@@ -376,21 +379,26 @@ func (c *conn) send(h *wire.RequestHeader, rep reply) bool {
 		return !rep.drop
 	}
 	if rep.status != 0 {
-		rep.body = nil
+		rep.body, rep.framed = nil, false
 	}
 	op := rep.op
 	if op == 0 {
 		op = h.Operation
 	}
 	_, session, _, _ := c.sessionInfo()
-	f := getFrame(wire.HeaderSize + len(rep.body))
+	var f []byte
+	if rep.framed {
+		f = rep.body
+	} else {
+		f = getFrame(wire.HeaderSize + len(rep.body))
+		copy(f[wire.HeaderSize:], rep.body)
+	}
 	rh := wire.ReplyHeader{
 		Prefix: h.Prefix, Size: uint32(len(f)), RequestChecksum: h.RequestChecksum,
 		Client: h.Client, Op: session, Commit: c.b.commit.Load(), Timestamp: h.Timestamp,
 		Request: h.Request, Operation: op, Status: rep.status,
 	}
 	rh.Put(f)
-	copy(f[wire.HeaderSize:], rep.body)
 	c.enqueue(outFrame{b: f, close: rep.drop})
 	return !rep.drop
 }

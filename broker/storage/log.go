@@ -60,6 +60,9 @@ type Log interface {
 	// offset >= NextOffset() gives no messages; offset < FirstOffset()
 	// starts at FirstOffset(). Returns the grown dst and the message count.
 	Read(dst []byte, offset uint64, max uint32) ([]byte, uint32, error)
+	// Span is the most bytes Read(dst, offset, max) would append now: the
+	// lengths of the records it touches, so a reader can size dst once.
+	Span(offset uint64, max uint32) int
 	// OffsetAtTime returns the first offset of the first record whose
 	// base_timestamp >= ts (µs), or false if there is none.
 	OffsetAtTime(ts uint64) (uint64, bool)

@@ -29,6 +29,9 @@ func (l *partitionLog) Read(dst []byte, offset uint64, limit uint32) ([]byte, ui
 		return dst, 0, nil
 	}
 	si := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].next > offset })
+	// Grown once for everything below, so a read of many records does not
+	// copy the ones before as dst doubles.
+	dst = slices.Grow(dst, l.span(si, offset, limit))
 	var n uint32
 	for ; si < len(l.segs) && n < limit; si++ {
 		s := l.segs[si]
@@ -56,6 +59,42 @@ func (l *partitionLog) Read(dst []byte, offset uint64, limit uint32) ([]byte, ui
 		}
 	}
 	return dst, n, nil
+}
+
+func (l *partitionLog) Span(offset uint64, limit uint32) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || limit == 0 || offset >= l.next.Load() {
+		return 0
+	}
+	return l.span(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].next > offset }), offset, limit)
+}
+
+// span is the most bytes Read appends for limit messages from offset,
+// starting at segment si: the lengths of the records it touches (a record
+// sliced at either end counts whole).
+func (l *partitionLog) span(si int, offset uint64, limit uint32) int {
+	var n uint32
+	total := 0
+	for ; si < len(l.segs) && n < limit; si++ {
+		s := l.segs[si]
+		offset = max(offset, s.base)
+		for ei := max(s.find(offset), 0); ei < len(s.entries) && n < limit; ei++ {
+			e := s.entries[ei]
+			recBase := s.base + uint64(e.rel)
+			if recBase+uint64(e.count) <= offset {
+				continue
+			}
+			from := uint32(0)
+			if offset > recBase {
+				from = uint32(offset - recBase)
+			}
+			n += min(e.count-from, limit-n)
+			total += int(e.length)
+			offset = recBase + uint64(e.count)
+		}
+	}
+	return total
 }
 
 // readRecord appends the messages [from, from+take) of record i of s.
