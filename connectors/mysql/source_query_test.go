@@ -122,14 +122,12 @@ func TestSourceQueryTiesByKey(t *testing.T) {
 
 // Values full of SQL metacharacters, used as the tracking value that
 // $offset binds, are read as data: every row once, in order, and no
-// statement is changed by them.
+// statement is changed by them; also when the DSN asks the driver to
+// interpolate parameters on the client (interpolateParams=true).
 func TestSourceQueryHostileValues(t *testing.T) {
 	t.Parallel()
-	dsn := mysqltest.Database(t)
-	db := mysqltest.Open(t, dsn)
-	mustExec(t, db, "CREATE TABLE victims (id INT)")
-	mustExec(t, db, "INSERT INTO victims VALUES (1)")
-	mustExec(t, db, "CREATE TABLE items (code VARCHAR(100) COLLATE utf8mb4_bin PRIMARY KEY, body TEXT)")
+	base := mysqltest.Database(t)
+	db := mysqltest.Open(t, base)
 	codes := []string{
 		`a' OR '1'='1`,
 		`b'; DROP TABLE victims; --`,
@@ -139,24 +137,60 @@ func TestSourceQueryHostileValues(t *testing.T) {
 		"f`; DROP TABLE items; --",
 		"g\x00h",
 	}
-	for i := len(codes) - 1; i >= 0; i-- {
-		mustExec(t, db, "INSERT INTO items VALUES (?, ?)", codes[i], `'); DROP TABLE victims; -- `+codes[i])
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
 	}
-	cfg := map[string]any{"dsn": dsn, "batch_size": int64(1), "poll_interval": "10ms",
-		"tracking_column": "code", "initial_offset": "", "delete_after_read": true, "table": "items",
-		"custom_query": `SELECT code, body FROM items WHERE code > '$offset' ORDER BY code LIMIT $limit`}
-	src := openWith(t, cfg, nil)
-	var got []string
-	for len(got) < len(codes) {
-		b := pollOne(t, src)
-		require.Len(t, b.Messages, 1)
-		got = append(got, field(t, b, "code")...)
-		require.Equal(t, []string{`'); DROP TABLE victims; -- ` + got[len(got)-1]}, field(t, b, "body"))
-		require.NoError(t, src.(connector.Acker).Ack(context.Background(), b))
+	for _, dsn := range []string{base, base + sep + "interpolateParams=true"} {
+		mustExec(t, db, "DROP TABLE IF EXISTS victims, items")
+		mustExec(t, db, "CREATE TABLE victims (id INT)")
+		mustExec(t, db, "INSERT INTO victims VALUES (1)")
+		mustExec(t, db, "CREATE TABLE items (code VARCHAR(100) COLLATE utf8mb4_bin PRIMARY KEY, body TEXT)")
+		for i := len(codes) - 1; i >= 0; i-- {
+			mustExec(t, db, "INSERT INTO items VALUES (?, ?)", codes[i], `'); DROP TABLE victims; -- `+codes[i])
+		}
+		cfg := map[string]any{"dsn": dsn, "batch_size": int64(1), "poll_interval": "10ms",
+			"tracking_column": "code", "initial_offset": "", "delete_after_read": true, "table": "items",
+			"custom_query": `SELECT code, body FROM items WHERE code > '$offset' ORDER BY code LIMIT $limit`}
+		src := openWith(t, cfg, nil)
+		var got []string
+		for len(got) < len(codes) {
+			b := pollOne(t, src)
+			require.Len(t, b.Messages, 1)
+			got = append(got, field(t, b, "code")...)
+			require.Equal(t, []string{`'); DROP TABLE victims; -- ` + got[len(got)-1]}, field(t, b, "body"))
+			require.NoError(t, src.(connector.Acker).Ack(context.Background(), b))
+		}
+		require.Equal(t, codes, got, dsn)
+		require.Equal(t, 1, countRows(t, db, "victims"), "%s: victims untouched", dsn)
+		require.Equal(t, 0, countRows(t, db, "items"), "%s: each row deleted by its key after its Ack", dsn)
 	}
-	require.Equal(t, codes, got)
-	require.Equal(t, 1, countRows(t, db, "victims"), "victims untouched")
-	require.Equal(t, 0, countRows(t, db, "items"), "each row deleted by its key after its Ack")
+}
+
+// $now is the current time as a DATETIME and $now_unix its Unix seconds,
+// bound as parameters (quoted, as upstream's examples write '$now', too).
+func TestSourceQueryNow(t *testing.T) {
+	t.Parallel()
+	dsn := mysqltest.Database(t)
+	db := mysqltest.Open(t, dsn)
+	mustExec(t, db, "CREATE TABLE jobs (id INT PRIMARY KEY, due DATETIME(6), due_unix BIGINT)")
+	mustExec(t, db, `INSERT INTO jobs VALUES
+		(1, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UNIX_TIMESTAMP() + 86400),
+		(2, UTC_TIMESTAMP(6) + INTERVAL 1 DAY, UNIX_TIMESTAMP() - 3600),
+		(3, UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE, UNIX_TIMESTAMP() - 60),
+		(4, UTC_TIMESTAMP(6) + INTERVAL 1 DAY, UNIX_TIMESTAMP() + 86400)`)
+	for _, c := range []struct {
+		where string
+		want  []string
+	}{
+		{"due <= '$now'", []string{"1", "3"}},
+		{"due <= $now", []string{"1", "3"}},
+		{"due_unix <= $now_unix", []string{"2", "3"}},
+	} {
+		src := openWith(t, map[string]any{"dsn": dsn, "poll_interval": "10ms",
+			"custom_query": "SELECT id FROM jobs WHERE " + c.where + " ORDER BY id LIMIT $limit"}, nil)
+		require.Equal(t, c.want, field(t, pollOne(t, src), "id"), c.where)
+	}
 }
 
 // With delete_after_read, a custom query's rows are deleted from the
