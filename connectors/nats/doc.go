@@ -91,7 +91,15 @@
 // durable consumer, not in Ferry's state store; an existing consumer's
 // deliver policy cannot be changed (the server refuses, and Open says
 // so). NATS headers become Iggy string headers (several values joined
-// by ", "), those outside Iggy's 1..255 bytes left out.
+// by ", "), those outside Iggy's 1..255 bytes left out. The stream and
+// durable names are checked at start (not empty; no '.', '*', '>', '/',
+// '\', whitespace or control characters: an empty durable would be an
+// ephemeral consumer, its position lost), as is the queue group (no
+// whitespace).
+//
+// Iggy refuses empty payloads (and so could not even dead-letter one): a
+// message without data (a header-only message, say) is passed over with
+// a warning, acknowledged at once in jetstream mode.
 //
 // In core mode the source subscribes to the subject (in a queue group
 // when set): at-most-once. Nothing is acknowledged; messages published

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,15 @@ var SourceSpec = connector.NewSpec(append(connFields(),
 	case modeJetStream:
 		if s.String("stream") == "" {
 			fail("stream", "is required in mode %q", modeJetStream)
+		} else if err := checkName(s.String("stream")); err != nil {
+			fail("stream", "%v", err)
+		}
+		// An empty durable would make the consumer ephemeral: its position
+		// lost with the connection.
+		if s.String("durable") == "" {
+			fail("durable", "is empty: the durable consumer keeps the position")
+		} else if err := checkName(s.String("durable")); err != nil {
+			fail("durable", "%v", err)
 		}
 		if s.Int("max_ack_pending") < s.Int("batch_size") {
 			fail("max_ack_pending", "%d is below batch_size %d: a batch could never fill", s.Int("max_ack_pending"), s.Int("batch_size"))
@@ -79,10 +89,25 @@ var SourceSpec = connector.NewSpec(append(connFields(),
 			fail("subject", "%v", err)
 		}
 	}
+	if q := s.String("queue"); strings.IndexFunc(q, isSpaceOrControl) >= 0 {
+		fail("queue", "%q has whitespace or a control character", q)
+	}
 	if s.Duration("batch_wait") <= 0 {
 		fail("batch_wait", "must be above zero")
 	}
 })
+
+func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// checkName reports why s cannot name a JetStream stream or consumer:
+// '.', '*', '>', '/', '\', whitespace or control characters (the
+// server refuses them, and some are subject tokens or path separators).
+func checkName(s string) error {
+	if strings.ContainsAny(s, ".*>/\\") || strings.IndexFunc(s, isSpaceOrControl) >= 0 {
+		return fmt.Errorf("%q is not a JetStream name: no '.', '*', '>', '/', '\\', whitespace or control characters", s)
+	}
+	return nil
+}
 
 // Source is the nats source.
 type Source struct {
@@ -218,6 +243,7 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		if err := mb.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && len(got) == 0 {
 			return nil, fmt.Errorf("fetch from consumer %q of stream %q on %s: %w", s.durable, s.stream, s.conn.safeURL, err)
 		}
+		got = s.passOverEmpty(got)
 		if len(got) == 0 {
 			continue
 		}
@@ -230,6 +256,28 @@ func (s *Source) Poll(ctx context.Context) (*connector.Batch, error) {
 		s.mu.Unlock()
 		return b, nil
 	}
+}
+
+// passOverEmpty acknowledges the messages without data at once and
+// leaves them out: Iggy refuses empty payloads, and such a message could
+// not even be dead-lettered (it would fail its batch for ever).
+func (s *Source) passOverEmpty(ms []jetstream.Msg) []jetstream.Msg {
+	out := ms[:0]
+	empty := 0
+	for _, m := range ms {
+		if len(m.Data()) > 0 {
+			out = append(out, m)
+			continue
+		}
+		empty++
+		if err := m.Ack(); err != nil {
+			s.log.Warn("acknowledge a message without data (it will be delivered again and passed over)", "stream", s.stream, "error", err)
+		}
+	}
+	if empty > 0 {
+		s.log.Warn("messages without data passed over (Iggy refuses empty payloads)", "stream", s.stream, "messages", empty)
+	}
+	return out
 }
 
 func (s *Source) pollCore(ctx context.Context) (*connector.Batch, error) {
@@ -253,12 +301,21 @@ gather:
 			break gather
 		}
 	}
-	b := &connector.Batch{Schema: s.schema, Messages: make([]connector.Message, len(ms))}
-	for i, m := range ms {
-		b.Messages[i] = s.message(m.Subject, m.Data, m.Header)
-		if id, ok := msgIDFromHeader(m.Header); ok {
-			b.Messages[i].ID = id
+	b := &connector.Batch{Schema: s.schema, Messages: make([]connector.Message, 0, len(ms))}
+	empty := 0
+	for _, m := range ms {
+		if len(m.Data) == 0 {
+			empty++ // Iggy refuses empty payloads: passed over
+			continue
 		}
+		msg := s.message(m.Subject, m.Data, m.Header)
+		if id, ok := msgIDFromHeader(m.Header); ok {
+			msg.ID = id
+		}
+		b.Messages = append(b.Messages, msg)
+	}
+	if empty > 0 {
+		s.log.Warn("messages without data passed over (Iggy refuses empty payloads)", "subject", s.subject, "messages", empty)
 	}
 	return b, nil
 }
