@@ -3,10 +3,17 @@ package mqtt
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -25,18 +32,126 @@ var schemes = []string{"tcp", "mqtt", "ssl", "tls", "mqtts"}
 func connectionFields() []connector.Field {
 	return []connector.Field{
 		connector.NewStringListField("urls").Require().WithExample([]any{"tcp://localhost:1883"}).WithCheck(checkURLs).
-			WithDoc("the brokers, tcp:// (or mqtt://) and ssl:// (or tls://, mqtts://, with the system's CAs); tried in order"),
+			WithDoc("the brokers, tcp:// (or mqtt://) and ssl:// (or tls://, mqtts://: TLS, verified with tls_ca_file or the system's CAs); tried in order"),
 		connector.NewStringField("client_id").WithDefault("").WithExample("ferry-1").
 			WithDoc(`the MQTT client id; "" = "ferry-" and a random suffix (at most 23 bytes for brokers that keep to MQTT 3.1.1's minimum)`),
 		connector.NewStringField("user").WithDefault("").WithDoc("the user name; empty: anonymous"),
 		connector.NewStringField("password").AsSecret().WithDefault("").WithDoc("the password (a secret: never logged or shown)"),
 		connector.NewDurationField("connect_timeout").WithDefault(30 * time.Second).WithDoc("how long connecting (and subscribing) may take"),
 		connector.NewIntField("keepalive").Between(1, 65535).WithDefault(30).WithDoc("the keep-alive interval, in seconds"),
+		connector.NewStringField("tls_ca_file").WithDefault("").
+			WithDoc("Ferry: PEM CA bundle to verify the brokers of ssl:// (tls://, mqtts://) URLs; empty = the system's CAs"),
+		connector.NewStringField("tls_cert_file").WithDefault("").
+			WithDoc("Ferry: PEM client certificate, for brokers that require one (require_certificate), with tls_key_file"),
+		connector.NewStringField("tls_key_file").WithDefault("").WithDoc("Ferry: the PEM key of tls_cert_file"),
+		connector.NewBoolField("tls_skip_verify").WithDefault(false).
+			WithDoc("Ferry: do not verify the brokers' certificates (testing only: anyone on the path can read and change the traffic)"),
+	}
+}
+
+// tlsKeys are the TLS keys, which need a TLS URL.
+var tlsKeys = []string{"tls_ca_file", "tls_cert_file", "tls_key_file", "tls_skip_verify"}
+
+// tlsSchemes are the schemes paho dials with TLS.
+var tlsSchemes = []string{"ssl", "tls", "mqtts"}
+
+// lintConnection checks the connection keys together.
+func lintConnection(s *connector.Settings, fail connector.FailFunc) {
+	if (s.String("tls_cert_file") == "") != (s.String("tls_key_file") == "") {
+		if s.String("tls_cert_file") == "" {
+			fail("tls_cert_file", "tls_key_file is set without it: they go together")
+		} else {
+			fail("tls_key_file", "tls_cert_file is set without it: they go together")
+		}
+	}
+	if !usesTLS(s) {
+		for _, k := range tlsKeys {
+			if (k == "tls_skip_verify" && s.Bool(k)) || (k != "tls_skip_verify" && s.String(k) != "") {
+				fail(k, "set, but no URL is ssl://, tls:// or mqtts://, so no connection uses TLS")
+			}
+		}
+	}
+}
+
+// usesTLS reports whether a URL of s is dialled with TLS.
+func usesTLS(s *connector.Settings) bool {
+	for _, raw := range s.Strings("urls") {
+		if u, err := url.Parse(raw); err == nil && contains(tlsSchemes, u.Scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsConfig is the TLS configuration of the TLS keys, nil when no URL
+// uses TLS. The files are read now, so a missing or bad one is an error
+// naming its key when the connector is built; each is checked against
+// the connector's Paths first.
+func tlsConfig(set *connector.Settings, paths connector.Paths) (*tls.Config, error) {
+	if !usesTLS(set) {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: set.Bool("tls_skip_verify")} //nolint:gosec // the user's choice, documented as testing only
+	read := func(key string) ([]byte, error) {
+		path := set.String(key)
+		if err := paths.Check(path); err != nil {
+			return nil, set.Errorf(key, "%v", err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, set.Errorf(key, "read: %v", err)
+		}
+		return data, nil
+	}
+	if path := set.String("tls_ca_file"); path != "" {
+		data, err := read("tls_ca_file")
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return nil, set.Errorf("tls_ca_file", "no PEM certificate in %s", path)
+		}
+		tc.RootCAs = pool
+	}
+	if path := set.String("tls_cert_file"); path != "" {
+		cert, err := read("tls_cert_file")
+		if err != nil {
+			return nil, err
+		}
+		key, err := read("tls_key_file")
+		if err != nil {
+			return nil, err
+		}
+		if !hasPEM(cert, "CERTIFICATE") {
+			return nil, set.Errorf("tls_cert_file", "no PEM certificate in %s", path)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			return nil, set.Errorf("tls_key_file", "%s is not the key of tls_cert_file %s: %v", set.String("tls_key_file"), path, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+// hasPEM reports whether data holds a PEM block of type kind.
+func hasPEM(data []byte, kind string) bool {
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return false
+		}
+		if b.Type == kind {
+			return true
+		}
 	}
 }
 
 // SinkSpec is the sink's plugin_config (Ferry's: upstream has no MQTT
-// connector). Key names follow Redpanda Connect's mqtt output.
+// connector). Key names follow Redpanda Connect's mqtt output; the TLS
+// keys, Ferry's Kafka connector's.
 var SinkSpec = connector.NewSpec(append(connectionFields(),
 	connector.NewStringField("topic").Require().WithExample("iggy/{stream}/{topic}").WithCheck(checkTemplate).
 		WithDoc("the topic published to: {stream}, {topic} and {partition} are the Iggy stream, topic and partition of the batch; no + or # wildcards"),
@@ -47,7 +162,7 @@ var SinkSpec = connector.NewSpec(append(connectionFields(),
 		WithDoc("how long a batch's publishes may take to be acknowledged (QoS 1, 2) or written (QoS 0)"),
 	connector.NewSizeField("max_message_size").Between(1, maxPacket).WithDefault(int64(maxPacket)).
 		WithDoc("Ferry: the broker's limit on a PUBLISH (mosquitto's message_size_limit); a larger message is dead-lettered before it is sent, since an MQTT 3.1.1 broker drops it silently"),
-)...)
+)...).Lint(lintConnection)
 
 // SourceSpec is the source's plugin_config (Ferry's). Key names follow
 // Redpanda Connect's mqtt input; clean_session defaults to false here.
@@ -69,7 +184,7 @@ var SourceSpec = connector.NewSpec(append(connectionFields(),
 		WithDefault(string(connector.SchemaJSON)).WithDoc("Ferry: the payloads' format in Iggy"),
 	connector.NewBoolField("include_metadata").WithDefault(true).
 		WithDoc("Ferry: add mqtt_topic, mqtt_qos, mqtt_retained and mqtt_duplicate headers"),
-)...).Lint(func(s *connector.Settings, fail connector.FailFunc) {
+)...).Lint(lintConnection).Lint(func(s *connector.Settings, fail connector.FailFunc) {
 	if !s.Bool("clean_session") && s.String("client_id") == "" {
 		fail("client_id", "a persistent session (clean_session = false) needs a fixed client_id: with a random one every restart starts a new session and loses what the broker kept")
 	}
@@ -253,8 +368,11 @@ func (t template) render(stream, topic string, partition uint32) string {
 // clientOptions are paho's options for the connection keys. Reconnecting
 // is left to Ferry (the runtime restarts a connector), so that what was in
 // flight on a lost connection is handled in one place.
-func clientOptions(set *connector.Settings, role string) *paho.ClientOptions {
+func clientOptions(set *connector.Settings, role string, tc *tls.Config) *paho.ClientOptions {
 	o := paho.NewClientOptions()
+	if tc != nil {
+		o.SetTLSConfig(tc.Clone())
+	}
 	for _, u := range set.Strings("urls") {
 		o.AddBroker(u)
 	}
@@ -282,15 +400,45 @@ func wait(ctx context.Context, tok paho.Token) error {
 	}
 }
 
-// connect connects c within the connect timeout and ctx.
-func connect(ctx context.Context, c paho.Client, timeout time.Duration, where string) error {
+// connect connects c within the connect timeout and ctx; withTLS says
+// whether a URL uses TLS, for the error's hint.
+func connect(ctx context.Context, c paho.Client, timeout time.Duration, where string, withTLS bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := wait(ctx, c.Connect()); err != nil {
 		c.Disconnect(0)
-		return fmt.Errorf("connect to %s: %w", where, err)
+		hint := ""
+		if withTLS {
+			hint = tlsHint(err)
+		}
+		return fmt.Errorf("connect to %s: %w%s", where, err, hint)
 	}
 	return nil
+}
+
+// tlsHint says which key a failure to connect with TLS points to, or "".
+func tlsHint(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknown):
+		return " (the broker's certificate is not signed by a CA tls_ca_file names, or by one of the system's when it is empty)"
+	case errors.As(err, &host):
+		return " (the broker's certificate is not for the host of its URL)"
+	case errors.As(err, &invalid):
+		return " (the broker's certificate is expired or not valid for a server)"
+	case strings.Contains(err.Error(), "certificate required"):
+		return " (the broker requires a client certificate: tls_cert_file and tls_key_file)"
+	case strings.Contains(err.Error(), "bad certificate") || strings.Contains(err.Error(), "unknown certificate authority"):
+		return " (the broker refused the client certificate of tls_cert_file)"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF):
+		// With TLS 1.3 a broker checks the client's certificate after
+		// the client finished its handshake, and closes the connection
+		// while the client writes CONNECT.
+		return " (a broker that requires a client certificate closes the connection of a client without one it trusts: tls_cert_file and tls_key_file)"
+	}
+	return ""
 }
 
 func where(set *connector.Settings) string {

@@ -4,7 +4,7 @@
 // output and input name them (urls, client_id, user, password,
 // connect_timeout, keepalive, topic, topics, qos, retained,
 // write_timeout, clean_session); keys marked "Ferry" in the spec are
-// Ferry's own.
+// Ferry's own, the TLS keys named as Ferry's Kafka connector names them.
 //
 // # Sink
 //
@@ -17,6 +17,10 @@
 //	password = ""                    # a secret: never logged or shown
 //	write_timeout = "30s"
 //	max_message_size = "256MiB"      # Ferry: the broker's message_size_limit
+//	tls_ca_file = ""                 # Ferry, sink and source: see TLS below
+//	tls_cert_file = ""
+//	tls_key_file = ""
+//	tls_skip_verify = false
 //
 // Consume publishes a batch pipelined and returns only when the broker
 // acknowledged every message (PUBACK at QoS 1, PUBCOMP at QoS 2, with the
@@ -109,6 +113,23 @@
 // Overlapping filters may deliver a message once per matching
 // subscription (broker-dependent).
 //
-// Tested against mosquitto 2.0.11 (Debian 12's); package internal/mqtttest
-// runs it.
+// # TLS
+//
+// An ssl:// (tls://, mqtts://) URL connects with TLS 1.2 or later,
+// verifying the broker's certificate against tls_ca_file (a PEM bundle)
+// or, when it is empty, the system's CAs, and the host of the URL.
+// tls_cert_file and tls_key_file (PEM, together) give the client
+// certificate a broker with require_certificate asks for;
+// tls_skip_verify turns verification off (testing only). The files are
+// read when the connector is built, each checked against the runtime's
+// allowed directories first: a missing, unreadable or bad file, a key
+// that is not the certificate's, or a TLS key without a TLS URL is a
+// configuration error naming the key. A failed verification or a
+// refused client certificate is an error with a hint naming the key to
+// look at (the runtime retries it with backoff). There is no key for the
+// server name: it is the URL's host.
+//
+// Tested against mosquitto 2.0.11 (Debian 12's), plain and with TLS
+// (with and without require_certificate, on certificates the tests
+// make); package internal/mqtttest runs it.
 package mqtt

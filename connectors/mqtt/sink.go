@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ func init() {
 // Sink is the mqtt sink.
 type Sink struct {
 	set          *connector.Settings
+	tls          *tls.Config // nil without a TLS URL
 	where        string
 	topic        template
 	qos          byte
@@ -48,12 +50,16 @@ func NewSink(cfg connector.Config) (connector.Sink, error) {
 	if err != nil {
 		return nil, set.Errorf("topic", "%v", err)
 	}
+	tc, err := tlsConfig(set, cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Sink{
-		set: set, where: where(set), topic: tmpl, qos: byte(set.Int("qos")), retained: set.Bool("retained"),
+		set: set, tls: tc, where: where(set), topic: tmpl, qos: byte(set.Int("qos")), retained: set.Bool("retained"),
 		writeTimeout: set.Duration("write_timeout"), connTimeout: set.Duration("connect_timeout"),
 		maxSize: set.Size("max_message_size"), log: log,
 	}, nil
@@ -72,9 +78,9 @@ func (s *Sink) Open(ctx context.Context) error {
 // Caller holds s.mu.
 func (s *Sink) connect(ctx context.Context) error {
 	s.closeLocked()
-	o := clientOptions(s.set, "sink").SetCleanSession(true).SetWriteTimeout(s.writeTimeout)
+	o := clientOptions(s.set, "sink", s.tls).SetCleanSession(true).SetWriteTimeout(s.writeTimeout)
 	c := paho.NewClient(o)
-	if err := connect(ctx, c, s.connTimeout, s.where); err != nil {
+	if err := connect(ctx, c, s.connTimeout, s.where, s.tls != nil); err != nil {
 		return connector.Unavailable(err)
 	}
 	s.client = c

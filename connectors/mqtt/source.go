@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -28,6 +29,7 @@ func init() {
 // Source is the mqtt source.
 type Source struct {
 	set          *connector.Settings
+	tls          *tls.Config // nil without a TLS URL
 	where        string
 	filters      []string
 	routes       map[string]string
@@ -63,12 +65,16 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	tc, err := tlsConfig(set, cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Source{
-		set: set, where: where(set), filters: set.Strings("topics"), routes: set.StringMap("topic_routes"),
+		set: set, tls: tc, where: where(set), filters: set.Strings("topics"), routes: set.StringMap("topic_routes"),
 		qos: byte(set.Int("qos")), clean: set.Bool("clean_session"), skipRetained: set.Bool("skip_retained"),
 		batchSize: set.Int("batch_size"), batchWait: set.Duration("batch_wait"), connTimeout: set.Duration("connect_timeout"),
 		schema: connector.Schema(set.String("schema")), metadata: set.Bool("include_metadata"), log: log,
@@ -97,7 +103,7 @@ func (s *Source) Open(ctx context.Context, _ []byte) error {
 	case <-s.ready:
 	default:
 	}
-	o := clientOptions(s.set, "source").SetCleanSession(s.clean).SetResumeSubs(false)
+	o := clientOptions(s.set, "source", s.tls).SetCleanSession(s.clean).SetResumeSubs(false)
 	// paho acknowledges a message when its handler returns unless told
 	// not to; Ack acknowledges it once the batch is in Iggy.
 	o.SetAutoAckDisabled(true).SetOrderMatters(true)
@@ -109,7 +115,7 @@ func (s *Source) Open(ctx context.Context, _ []byte) error {
 		s.signal()
 	})
 	c := paho.NewClient(o)
-	if err := connect(ctx, c, s.connTimeout, s.where); err != nil {
+	if err := connect(ctx, c, s.connTimeout, s.where, s.tls != nil); err != nil {
 		return err
 	}
 	subs := make(map[string]byte, len(s.filters))

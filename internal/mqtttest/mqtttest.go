@@ -23,7 +23,8 @@
 // Tests share the broker and keep apart by topics and client ids of
 // their own (Name). A test that takes the broker down gets one of its own
 // with Private, and stops and starts it with Halt and Resume (same port,
-// same persistence file).
+// same persistence file). PrivateTLS is such a broker listening with
+// TLS, on the certificate and key a test gives it.
 //
 //	func TestMain(m *testing.M) { mqtttest.Main(m) }
 package mqtttest
@@ -75,7 +76,41 @@ func Throughput(tb testing.TB) *Own { tb.Helper(); return throughput.Private(tb)
 
 var throughput = &servertest.Server{
 	Name: Server.Name, URLEnv: "FERRY_TEST_MQTT_THROUGHPUT_URL", RequireEnv: Server.RequireEnv,
-	Start: func() (*servertest.Process, string, error) { return startWith(false) },
+	Start: func() (*servertest.Process, string, error) { return startWith(false, nil) },
+}
+
+// TLS is a TLS listener's PEM files, as mosquitto's cafile, certfile and
+// keyfile take them.
+type TLS struct {
+	// CA is the certificate of the CA that client certificates must be
+	// signed by (mosquitto needs one even when it asks for none).
+	CA []byte
+	// Cert and Key are the broker's certificate (chain) and its key.
+	Cert, Key []byte
+	// RequireCertificate makes the broker refuse a client without a
+	// certificate signed by CA (require_certificate true).
+	RequireCertificate bool
+}
+
+// PrivateTLS starts a broker only the calling test uses, configured as
+// Server's but listening with TLS: its URL is ssl://127.0.0.1:PORT. It
+// is stopped at the end of the test.
+func PrivateTLS(tb testing.TB, files TLS) *Own {
+	tb.Helper()
+	s := &servertest.Server{Name: Server.Name + " with TLS", RequireEnv: Server.RequireEnv,
+		Start: func() (*servertest.Process, string, error) { return startWith(true, &files) }}
+	return s.Private(tb)
+}
+
+// tlsConfig is the listener's TLS lines, the files written to dir.
+func tlsConfig(dir string, files *TLS) (string, error) {
+	for name, data := range map[string][]byte{"ca.pem": files.CA, "server.pem": files.Cert, "server.key": files.Key} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", fmt.Errorf("mosquitto TLS file: %w", err)
+		}
+	}
+	return fmt.Sprintf("cafile %[1]s/ca.pem\ncertfile %[1]s/server.pem\nkeyfile %[1]s/server.key\nrequire_certificate %[2]t\n",
+		dir, files.RequireCertificate), nil
 }
 
 // Config is the mosquitto configuration for a broker on port with its
@@ -101,9 +136,9 @@ log_type warning
 
 // start runs mosquitto on a free loopback port with its files in a
 // directory of its own.
-func start() (*servertest.Process, string, error) { return startWith(true) }
+func start() (*servertest.Process, string, error) { return startWith(true, nil) }
 
-func startWith(everyChange bool) (*servertest.Process, string, error) {
+func startWith(everyChange bool, files *TLS) (*servertest.Process, string, error) {
 	bin, err := servertest.Find("FERRY_MOSQUITTO_SERVER", "mosquitto", "/usr/sbin/mosquitto")
 	if err != nil {
 		return nil, "", fmt.Errorf("%w; Debian: apt-get install mosquitto", err)
@@ -119,7 +154,16 @@ func startWith(everyChange bool) (*servertest.Process, string, error) {
 			return nil, "", err
 		}
 		conf := filepath.Join(dir, "mosquitto.conf")
-		if err := os.WriteFile(conf, []byte(Config(dir, port, everyChange)), 0o644); err != nil {
+		text, scheme := Config(dir, port, everyChange), "tcp"
+		if files != nil {
+			// After the listener line: these are the listener's.
+			lines, err := tlsConfig(dir, files)
+			if err != nil {
+				return nil, "", err
+			}
+			text, scheme = text+lines, "ssl"
+		}
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, "", fmt.Errorf("mosquitto config: %w", err)
 		}
 		p, err := servertest.Start(servertest.Command{
@@ -131,7 +175,7 @@ func startWith(everyChange bool) (*servertest.Process, string, error) {
 			Log:   "mosquitto.log",
 		})
 		if err == nil {
-			return p, fmt.Sprintf("tcp://127.0.0.1:%d", port), nil
+			return p, fmt.Sprintf("%s://127.0.0.1:%d", scheme, port), nil
 		}
 		lastErr = err
 	}
