@@ -86,8 +86,11 @@
 // stream sequence: a redelivered message keeps its id. Delivery is
 // at-least-once: a crash between sending a batch to Iggy and
 // acknowledging it redelivers its messages after ack_wait (at most
-// max_ack_pending), with the same ids; on Close the messages of batches
-// never acknowledged are given back at once (a Nak). State lives in the
+// max_ack_pending), with the same ids. Through a server outage the
+// connection reconnects for ever and the source goes on by itself;
+// messages whose acknowledgement was lost with the server come again,
+// with the same ids. On Close the messages of batches never
+// acknowledged are given back at once (a Nak). State lives in the
 // durable consumer, not in Ferry's state store; an existing consumer's
 // deliver policy cannot be changed (the server refuses, and Open says
 // so). NATS headers become Iggy string headers (several values joined

@@ -94,14 +94,16 @@
 // read again keeps its id; the entry's other fields become headers
 // (those that fit Iggy's 1..255 bytes), with redis_stream_id. A kill
 // between Iggy and XACK repeats at most the batches in flight (one being
-// sent, one read ahead).
+// sent, one read ahead), and so does a Redis outage: the read fails, the
+// runtime restarts the source with backoff until Redis answers, and the
+// entries whose XACK was lost with the server are read again, same ids.
 //
 // Lists: items move to the processing list (BLMOVE, then LMOVE for the
 // rest of the batch) and are removed from it (LREM) in Ack. At Open the
 // items already in the processing list are delivered first: a kill
-// before Ack repeats them (at most two batches), none is lost. Items have
-// no id (Iggy assigns one), so a repeat is not recognisable by id. One
-// source per processing list.
+// before Ack, or a Redis outage that loses the LREM, repeats them (at
+// most two batches); none is lost. Items have no id (Iggy assigns one),
+// so a repeat is not recognisable by id. One source per processing list.
 //
 // Iggy refuses empty payloads (and so could not even dead-letter one): a
 // stream entry whose body field is empty, and an empty list item, are

@@ -199,8 +199,13 @@ func TestSourceSurvivesAServerOutage(t *testing.T) {
 				copies[v.N]++
 			}
 			repeats := len(msgs) - len(copies)
-			t.Logf("%s: %d records answered by Redis (%d tried), %d in Iggy, %d repeated; %d adds failed in the outage",
-				mode, len(acked), len(tried), len(msgs), repeats, failedAtResume)
+			restarts := 0
+			for _, info := range run.Runtime.Connectors(connector.KindSource) {
+				restarts = info.Restarts
+			}
+			t.Logf("%s: %d records answered by Redis (%d tried), %d in Iggy, %d repeated; %d adds failed in the outage; %d source restarts",
+				mode, len(acked), len(tried), len(msgs), repeats, failedAtResume, restarts)
+			require.NotZero(t, restarts, "the runtime restarted the source (its read failed with the server)")
 			require.LessOrEqual(t, repeats, 2*batch, "more repeats than the two batches in flight at the outage")
 
 			// Everything acknowledged in the end: nothing left pending.
