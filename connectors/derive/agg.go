@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,6 +69,14 @@ type aggState struct {
 	Has      bool            `json:"has,omitempty"`
 	Distinct map[string]bool `json:"distinct,omitempty"`
 	Latest   json.RawMessage `json:"latest,omitempty"`
+
+	// With input = "changelog" (table.go), rebuilt from the rows at
+	// Open: nums counts the group's rows per value of min and max,
+	// values its rows per distinct value (distinct_count), latestSeq is
+	// the sequence number of the row latest took its value from.
+	nums      map[float64]int
+	values    map[string]int
+	latestSeq uint64
 }
 
 // fieldValue is the value an aggregate reads from a message: the decoded
@@ -175,6 +184,9 @@ func (a *aggSpec) value(st *aggState) any {
 		}
 		return st.Max
 	case "distinct_count":
+		if st.values != nil {
+			return len(st.values)
+		}
 		return len(st.Distinct)
 	default: // latest
 		if st.Latest == nil {
@@ -182,4 +194,147 @@ func (a *aggSpec) value(st *aggState) any {
 		}
 		return st.Latest
 	}
+}
+
+// rowValue is what the aggregate keeps of one changelog row (checked
+// first): 1 for count, the number for sum, avg, min and max, the
+// value's JSON for distinct_count and latest (the compacted payload for
+// latest(*)); nil when the row gives it nothing (the field is absent or
+// null, or the payload is null for latest(*)).
+func (a *aggSpec) rowValue(doc any, raw []byte) json.RawMessage {
+	v, ok := fieldValue(doc, a.field)
+	if !ok {
+		return nil
+	}
+	var out []byte
+	switch a.fn {
+	case "count":
+		out = []byte("1")
+	case "sum", "avg", "min", "max":
+		f, _ := number(v, a.field)
+		out = strconv.AppendFloat(nil, f, 'g', -1, 64)
+	case "latest":
+		if a.field == "" {
+			var buf bytes.Buffer
+			if json.Compact(&buf, raw) != nil {
+				return nil // raw was decoded into doc, so it is JSON
+			}
+			out = buf.Bytes()
+			break
+		}
+		out, _ = json.Marshal(v)
+	default: // distinct_count
+		out, _ = json.Marshal(v)
+	}
+	if string(out) == "null" {
+		return nil
+	}
+	return out
+}
+
+// rowNumber reads a number rowValue kept.
+func rowNumber(v json.RawMessage) (float64, error) {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("value %.40q is not a number", v)
+	}
+	return f, nil
+}
+
+// addRow adds a changelog row's value v (not nil; seq the row's
+// sequence number, above every other row's of the group) to st.
+func (a *aggSpec) addRow(st *aggState, v json.RawMessage, seq uint64) error {
+	switch a.fn {
+	case "count":
+		st.N++
+	case "sum", "avg":
+		f, err := rowNumber(v)
+		if err != nil {
+			return err
+		}
+		st.Sum += f
+		st.N++
+	case "min", "max":
+		f, err := rowNumber(v)
+		if err != nil {
+			return err
+		}
+		if st.nums == nil {
+			st.nums = map[float64]int{}
+		}
+		st.nums[f]++
+		if !st.Has || (a.fn == "min" && f < st.Min) || (a.fn == "max" && f > st.Max) {
+			st.Min, st.Max = f, f
+		}
+		st.Has = true
+	case "distinct_count":
+		if st.values == nil {
+			st.values = map[string]int{}
+		}
+		st.values[string(v)]++
+	case "latest":
+		if seq >= st.latestSeq {
+			st.Latest, st.latestSeq = v, seq
+		}
+	}
+	return nil
+}
+
+// retractRow takes a changelog row's value v (not nil; seq the row's
+// sequence number) out of st, the state of aggregate i in a group whose
+// remaining rows are rest (the row left already).
+func (a *aggSpec) retractRow(st *aggState, i int, v json.RawMessage, seq uint64, rest map[string]*row) error {
+	switch a.fn {
+	case "count":
+		st.N--
+	case "sum", "avg":
+		f, err := rowNumber(v)
+		if err != nil {
+			return err
+		}
+		st.Sum -= f
+		st.N--
+		if st.N == 0 {
+			st.Sum = 0 // no rounding left over from adding and taking back
+		}
+	case "min", "max":
+		f, err := rowNumber(v)
+		if err != nil {
+			return err
+		}
+		if st.nums[f] <= 1 {
+			delete(st.nums, f)
+		} else {
+			st.nums[f]--
+		}
+		if _, still := st.nums[f]; !still && st.Has && f == st.Min {
+			// The extreme left the group: the next one is found among
+			// the distinct values left.
+			st.Has = false
+			for x := range st.nums {
+				if !st.Has || (a.fn == "min" && x < st.Min) || (a.fn == "max" && x > st.Max) {
+					st.Min, st.Max = x, x
+				}
+				st.Has = true
+			}
+		}
+	case "distinct_count":
+		if st.values[string(v)] <= 1 {
+			delete(st.values, string(v))
+		} else {
+			st.values[string(v)]--
+		}
+	case "latest":
+		if seq == st.latestSeq {
+			// The latest row left: the value is the one of the row
+			// updated last among the rest.
+			st.Latest, st.latestSeq = nil, 0
+			for _, r := range rest {
+				if r.Vals[i] != nil && r.Seq > st.latestSeq {
+					st.Latest, st.latestSeq = r.Vals[i], r.Seq
+				}
+			}
+		}
+	}
+	return nil
 }

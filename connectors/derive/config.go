@@ -18,6 +18,8 @@ const DefaultAddress = "127.0.0.1:8090"
 var Spec = connector.NewSpec(
 	connector.NewStringField("to").Require().WithExample("shop/orders_per_user").
 		WithDoc(`the output topic, "stream/topic", written as a changelog (created with one partition when missing)`),
+	connector.NewEnumField("input", "events", "changelog").WithDefault("events").
+		WithDoc(`"events": every message adds to its groups; "changelog": the input is a keyed table (the latest message per key header; deletion markers delete), each key counts once, in its latest value's group, and an update or a deletion marker retracts its previous contribution (no window, no udaf)`),
 	connector.NewStringField("group_by").WithDefault("key").
 		WithDoc(`"key" (the message's key header) or a JSON field path such as "user.id"`),
 	connector.NewStringListField("aggregates").WithDefault([]any{"count(*)"}).
@@ -55,6 +57,7 @@ const maxWindowsPerEvent = 100
 type settings struct {
 	key                   string
 	toStream, toTopic     string
+	changelog             bool   // input = "changelog"
 	groupBy               string // "" for the message key
 	aggs                  []aggSpec
 	window, hop, lateness time.Duration
@@ -78,7 +81,8 @@ func parseSettings(cfg connector.Config) (*settings, error) {
 		lateness: set.Duration("allowed_lateness"), eventTime: set.String("event_time"),
 		deadLetterLate: set.String("late") == "dead_letter", retract: set.Bool("retract"),
 		udaf: set.String("udaf"), address: set.String("address"), user: set.String("username"),
-		pass: set.String("password"), token: set.String("token"), stateDir: set.String("state_dir")}
+		pass: set.String("password"), token: set.String("token"), stateDir: set.String("state_dir"),
+		changelog: set.String("input") == "changelog"}
 	to := set.String("to")
 	st, tp, ok := strings.Cut(to, "/")
 	if !ok || st == "" || tp == "" || strings.Contains(tp, "/") {
@@ -126,6 +130,14 @@ func parseSettings(cfg connector.Config) (*settings, error) {
 		return nil, set.Errorf("allowed_lateness", "must not be negative")
 	case s.window == 0 && (s.lateness > 0 || s.retract):
 		return nil, set.Errorf("window", "allowed_lateness and retract need a window")
+	}
+	if s.changelog && s.window > 0 {
+		// A row of a table has no event time of its own, and an update
+		// would have to retract from a window already closed and gone.
+		return nil, set.Errorf("window", `%s: input = "changelog" takes no window (a table's update retracts its key's previous value, which a closed window no longer holds); use input = "events"`, s.window)
+	}
+	if s.changelog && s.udaf != "" {
+		return nil, set.Errorf("udaf", `input = "changelog" takes no udaf: a user-defined aggregate has no inverse of add, so an update or a deletion marker could not retract a key's previous value`)
 	}
 	if s.hop == 0 {
 		s.hop = s.window

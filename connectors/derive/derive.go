@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -42,6 +43,7 @@ type Sink struct {
 	lock       *fsx.DirLock
 	cp         *checkpoint
 	groups     map[string]*group // by group id
+	rows       map[string]*row   // input = "changelog": by rowID
 	udaf       Aggregator
 	client     *iggy.Client
 	partitions []uint32 // the output topic's partition ids
@@ -95,13 +97,8 @@ func (d *Sink) Open(ctx context.Context) (err error) {
 	if d.cp, err = loadCheckpoint(d.s.stateDir); err != nil {
 		return connector.Permanent(err)
 	}
-	d.groups = make(map[string]*group, len(d.cp.Groups))
-	for _, g := range d.cp.Groups {
-		if len(g.Aggs) != len(d.s.aggs) && !g.Deleted {
-			return connector.Permanent(fmt.Errorf("derive: the checkpoint in %s has %d aggregates per group, the configuration %d: "+
-				"a changed aggregates list needs a new state_dir (and output topic)", d.s.stateDir, len(g.Aggs), len(d.s.aggs)))
-		}
-		d.groups[g.id()] = g
+	if err := d.restore(); err != nil {
+		return connector.Permanent(fmt.Errorf("derive: the checkpoint in %s: %w", d.s.stateDir, err))
 	}
 	d.unsent, d.broken = len(d.cp.Pending) > 0, nil
 	if d.s.udaf != "" {
@@ -165,7 +162,8 @@ func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 	if err := d.flush(ctx); err != nil {
 		return err
 	}
-	part := b.Stream + "/" + b.Topic + "/" + strconv.FormatUint(uint64(b.Partition), 10)
+	topic := b.Stream + "/" + b.Topic
+	part := topic + "/" + strconv.FormatUint(uint64(b.Partition), 10)
 	next, hasNext := d.cp.Next[part]
 	failed := connector.MessageErrors{}
 	var rejected []rejection
@@ -182,7 +180,13 @@ func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 			continue
 		}
 		applied = true
-		late, err := d.apply(ctx, m)
+		var late bool
+		var err error
+		if d.s.changelog {
+			err = d.applyRow(ctx, topic, m)
+		} else {
+			late, err = d.apply(ctx, m)
+		}
 		if err != nil {
 			rejected = append(rejected, rejection{Offset: m.Offset, Reason: err.Error(), Late: late})
 			if late {
@@ -207,7 +211,7 @@ func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 		} else {
 			delete(d.cp.Rejected, part)
 		}
-		if err := d.cp.save(d.s.stateDir, d.groups); err != nil {
+		if err := d.cp.save(d.s.stateDir, d.groups, d.rows); err != nil {
 			// The groups in memory are ahead of the file: only a reopen,
 			// which reads the file again, may go on.
 			d.broken = err
@@ -222,6 +226,38 @@ func (d *Sink) Consume(ctx context.Context, b *connector.SinkBatch) error {
 		return failed
 	}
 	return nil
+}
+
+// restore makes the groups (and rows) of the checkpoint d.cp.
+func (d *Sink) restore() error {
+	d.groups = make(map[string]*group, len(d.cp.Groups))
+	for _, g := range d.cp.Groups {
+		if len(g.Aggs) != len(d.s.aggs) && !g.Deleted {
+			return fmt.Errorf("it has %d aggregates per group, the configuration %d: "+
+				"a changed aggregates list needs a new state_dir (and output topic)", len(g.Aggs), len(d.s.aggs))
+		}
+		d.groups[g.id()] = g
+	}
+	return d.checkInput()
+}
+
+// checkInput checks that the checkpoint was made with the configured
+// input mode and, with input = "changelog", puts its rows back.
+func (d *Sink) checkInput() error {
+	used := len(d.cp.Groups) > 0 || len(d.cp.Next) > 0
+	if !d.s.changelog {
+		if d.cp.Input != "" {
+			return fmt.Errorf(`it was made with input = %q: a changed input needs a new state_dir (and output topic)`, d.cp.Input)
+		}
+		return nil
+	}
+	if d.cp.Input != "changelog" {
+		if used {
+			return fmt.Errorf(`it was made with input = "events": a changed input needs a new state_dir (and output topic)`)
+		}
+		d.cp.Version, d.cp.Input = checkpointVersionChangelog, "changelog"
+	}
+	return d.rebuild()
 }
 
 // apply adds one message to its groups. late reports an event past the
@@ -349,6 +385,11 @@ func (d *Sink) groupKey(m *connector.Message, doc any) (string, error) {
 	}
 	if key == "" || len(key) > maxKey {
 		return "", fmt.Errorf("offset %d: group key of %d bytes: want 1 to %d", m.Offset, len(key), maxKey)
+	}
+	if !utf8.ValidString(key) {
+		// It is the output's key header and a JSON string of its payload
+		// and of the checkpoint, which would change it.
+		return "", fmt.Errorf("offset %d: group key %q is not UTF-8 text", m.Offset, key)
 	}
 	return key, nil
 }

@@ -43,6 +43,10 @@ func (d *Sink) emit() []output {
 				continue
 			}
 		}
+		if g.changed && g.Deleted && g.Version == 0 && d.s.changelog {
+			delete(d.groups, id) // made and emptied in one batch: nothing to delete on the output
+			continue
+		}
 		if g.changed {
 			gs = append(gs, g)
 		}

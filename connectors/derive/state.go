@@ -12,8 +12,12 @@ import (
 )
 
 // checkpointVersion is the checkpoint format. A new format gets a new
-// number, and decode keeps reading the old ones.
-const checkpointVersion = 1
+// number, and decode keeps reading the old ones. Version 2 is a
+// checkpoint of input = "changelog": version 1's, and the rows.
+const (
+	checkpointVersion          = 1
+	checkpointVersionChangelog = 2
+)
 
 // checkpointFile is the checkpoint's name in state_dir.
 const checkpointFile = "checkpoint.json"
@@ -38,6 +42,13 @@ type checkpoint struct {
 	// that were not applied and are reported again when the runtime
 	// delivers that batch again.
 	Rejected map[string][]rejection `json:"rejected,omitempty"`
+	// Input is "changelog" in a version 2 checkpoint, else empty.
+	Input string `json:"input,omitempty"`
+	// Seq is the sequence number of the last row updated (changelog).
+	Seq uint64 `json:"seq,omitempty"`
+	// Rows are the input keys' rows (changelog, table.go), sorted by
+	// topic and key.
+	Rows []*row `json:"rows,omitempty"`
 }
 
 // group is one key's (and window's) aggregate state.
@@ -57,6 +68,7 @@ type group struct {
 	Deleted bool `json:"deleted,omitempty"`
 
 	changed bool
+	rows    map[string]*row // with input = "changelog": the group's rows by rowID
 }
 
 // id is the group's changelog key: the group key, and its window's start.
@@ -109,8 +121,13 @@ func decodeCheckpoint(data []byte) (*checkpoint, error) {
 	if err := json.Unmarshal(data, &cp); err != nil {
 		return nil, fmt.Errorf("not a checkpoint: %w", err)
 	}
-	if cp.Version != checkpointVersion {
-		return nil, fmt.Errorf("format version %d, want %d", cp.Version, checkpointVersion)
+	switch {
+	case cp.Version != checkpointVersion && cp.Version != checkpointVersionChangelog:
+		return nil, fmt.Errorf("format version %d, want %d or %d", cp.Version, checkpointVersion, checkpointVersionChangelog)
+	case cp.Version == checkpointVersion && (cp.Input != "" || len(cp.Rows) > 0 || cp.Seq != 0):
+		return nil, fmt.Errorf("format version %d has no input, seq or rows", cp.Version)
+	case cp.Version == checkpointVersionChangelog && cp.Input != "changelog":
+		return nil, fmt.Errorf("format version %d: input %q, want \"changelog\"", cp.Version, cp.Input)
 	}
 	if cp.Next == nil {
 		cp.Next = map[string]uint64{}
@@ -128,6 +145,22 @@ func decodeCheckpoint(data []byte) (*checkpoint, error) {
 		}
 		seen[g.id()] = true
 	}
+	rows := make(map[string]bool, len(cp.Rows))
+	for i, r := range cp.Rows {
+		switch {
+		case r == nil:
+			return nil, fmt.Errorf("rows[%d] is null", i)
+		case r.Topic == "" || len(r.Key) == 0 || len(r.Key) > 255:
+			return nil, fmt.Errorf("rows[%d]: want a topic and a key of 1 to 255 bytes", i)
+		case r.Group == "" || !seen[r.Group]:
+			return nil, fmt.Errorf("rows[%d]: group %q is not in groups", i, r.Group)
+		case r.Seq == 0 || r.Seq > cp.Seq:
+			return nil, fmt.Errorf("rows[%d]: seq %d, want 1 to %d", i, r.Seq, cp.Seq)
+		case rows[r.id()]:
+			return nil, fmt.Errorf("rows[%d]: key %q of %s twice", i, r.Key, r.Topic)
+		}
+		rows[r.id()] = true
+	}
 	for i, o := range cp.Pending {
 		if o.Key == "" || len(o.Payload) == 0 || !json.Valid(o.Payload) {
 			return nil, fmt.Errorf("pending[%d]: no key or no JSON payload", i)
@@ -138,12 +171,26 @@ func decodeCheckpoint(data []byte) (*checkpoint, error) {
 
 // save writes the checkpoint atomically (a new file renamed over the old
 // one, both synced): a kill at any point leaves the old or the new one.
-func (cp *checkpoint) save(dir string, groups map[string]*group) error {
+func (cp *checkpoint) save(dir string, groups map[string]*group, rows map[string]*row) error {
 	cp.Groups = cp.Groups[:0]
 	for _, g := range groups {
 		cp.Groups = append(cp.Groups, g)
 	}
 	sort.Slice(cp.Groups, func(i, j int) bool { return less(cp.Groups[i], cp.Groups[j]) })
+	cp.Rows = cp.Rows[:0]
+	for _, r := range rows {
+		cp.Rows = append(cp.Rows, r)
+	}
+	sort.Slice(cp.Rows, func(i, j int) bool {
+		a, b := cp.Rows[i], cp.Rows[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return string(a.Key) < string(b.Key)
+	})
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("derive: encode checkpoint: %w", err)
