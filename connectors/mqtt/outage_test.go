@@ -163,7 +163,6 @@ connect_timeout = "2s"
 	go func() { done <- sendRange(before, before+during) }()
 	connectortest.Eventually(t, "the source to notice the outage", func() bool { return source().LastError != "" })
 	connectortest.Eventually(t, "the publisher to find no broker", func() bool { return pub.refused.Load() > 0 })
-	restarts := source().Restarts
 	srv.Resume(t)
 	require.NoError(t, <-done)
 
@@ -213,6 +212,5 @@ connect_timeout = "2s"
 	require.LessOrEqual(t, later, int(pub.resent.Load()), "messages published after the broker came back were repeated")
 	info := source()
 	require.Equal(t, runtime.StatusRunning, info.Status, "the source recovered by itself")
-	require.GreaterOrEqual(t, info.Restarts, restarts, "restarted by the runtime")
 	require.Greater(t, info.Restarts, 0, "restarted by the runtime")
 }
