@@ -84,8 +84,8 @@ func TestFloodOverTheLimit(t *testing.T) {
 }
 
 // unsized is a body of unknown length (sent chunked) that writes itself
-// in one Write, so that the client's side of the flood allocates no copy
-// buffer (io.MultiReader's WriteTo makes a 32 KiB one per request) and
+// in one Write, so that the client allocates no copy buffer for it
+// (io.MultiReader's WriteTo makes a 32 KiB one per request) and more of
 // the allocations measured are the server's.
 type unsized struct {
 	b    []byte
