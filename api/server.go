@@ -31,6 +31,8 @@ type Runtime interface {
 	// View answers a point lookup from a running sink's keyed state
 	// (GET /views/{name}/{key}); runtime.ErrNoView, runtime.ErrNoKey.
 	View(sink, key string) (json.RawMessage, error)
+	// Lag reads how far a sink's consumer groups are behind each partition.
+	Lag(ctx context.Context, sink string) ([]runtime.PartitionLag, error)
 	// Restart stops one connector, reloads its active configuration and
 	// starts it again.
 	Restart(ctx context.Context, kind connector.Kind, key string) error

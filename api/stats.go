@@ -61,6 +61,11 @@ type connectorStats struct {
 	// Ferry: a sink's streams delivered with ordering "key" or "none":
 	// messages pending, lanes, and the lanes held by failed writes.
 	Lanes []runtime.LaneStats `json:"lanes,omitempty"`
+	// Ferry: a sink's consumer groups behind each partition it reads
+	// (committed offset to the partition's end), read from the server.
+	Lag []runtime.PartitionLag `json:"lag,omitempty"`
+	// LagTotal sums Lag.
+	LagTotal *uint64 `json:"lag_total,omitempty"`
 }
 
 // Metric names the per-connector counters are read from.
@@ -75,7 +80,7 @@ const (
 )
 
 // getStats serves GET /stats.
-func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) error {
+func (s *Server) getStats(w http.ResponseWriter, r *http.Request) error {
 	counters, err := s.counters()
 	if err != nil {
 		return err
@@ -111,6 +116,13 @@ func (s *Server) getStats(w http.ResponseWriter, _ *http.Request) error {
 				}
 			} else {
 				cs.MessagesConsumed, cs.MessagesProcessed = ptr(c[metricConsumed]), ptr(c[metricProcessed])
+				if lag, err := s.rt.Lag(r.Context(), i.Key); err == nil {
+					var total uint64
+					for _, l := range lag {
+						total += l.Lag
+					}
+					cs.Lag, cs.LagTotal = lag, &total
+				}
 				st.SinksTotal++
 				if running {
 					st.SinksRunning++

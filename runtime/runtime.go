@@ -46,6 +46,7 @@ type Runtime struct {
 	states   state.Store
 	provider config.Provider
 	events   *events // the runtime's events (events.go); nil before Start
+	lag      lagCache
 
 	mu         sync.Mutex
 	connectors map[connector.Kind]map[string]*managed
@@ -66,8 +67,10 @@ func New(cfg *config.Runtime, opts Options) (*Runtime, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 30 * time.Second
 	}
-	return &Runtime{cfg: cfg, opts: opts, log: opts.Logger, metrics: newMetrics(),
-		connectors: map[connector.Kind]map[string]*managed{connector.KindSource: {}, connector.KindSink: {}}}, nil
+	r := &Runtime{cfg: cfg, opts: opts, log: opts.Logger, metrics: newMetrics(),
+		connectors: map[connector.Kind]map[string]*managed{connector.KindSource: {}, connector.KindSink: {}}}
+	r.metrics.registry.MustRegister(newLagCollector(r))
+	return r, nil
 }
 
 // Metrics returns the runtime's metrics.

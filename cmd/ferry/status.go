@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -30,6 +32,7 @@ type connectorStats struct {
 	Processed     *uint64 `json:"messages_processed"`
 	Errors        uint64  `json:"errors"`
 	DeadLettered  uint64  `json:"messages_dead_lettered"`
+	LagTotal      *uint64 `json:"lag_total"`
 }
 
 // in and out are the messages a connector took and delivered.
@@ -81,54 +84,97 @@ type statusRow struct {
 	Out          uint64 `json:"messages_out"`
 	Errors       uint64 `json:"errors"`
 	DeadLettered uint64 `json:"dead_lettered"`
-	LastError    string `json:"last_error,omitempty"`
+	// Lag is a sink's messages not committed yet, over its partitions.
+	Lag       *uint64 `json:"lag,omitempty"`
+	LastError string  `json:"last_error,omitempty"`
 }
 
 func newStatusCmd() *cobra.Command {
 	f := &apiFlags{}
+	var watch time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the running runtime's connectors: status, messages in and out, errors, last error",
+		Short: "Show the running runtime's connectors: status, messages in and out, lag, errors, last error",
 		Long: `Show each connector of the running runtime (ferry run): its status, the
 messages it took in (a source's produced, a sink's consumed) and delivered
-(sent to Iggy, written by the sink), its errors, the messages it
+(sent to Iggy, written by the sink), a sink's lag (messages its consumer
+groups have not committed yet, over all its partitions; per partition in
+GET /stats and ferry_sink_lag_messages), its errors, the messages it
 dead-lettered, and its last error. Reads the runtime's management API, with
-the same credential lookup as ferry hook.`,
+the same credential lookup as ferry hook. --watch 2s shows it again every
+2 seconds until Ctrl-C.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			st, err := c.stats(ctx)
-			if err != nil {
-				return err
-			}
-			var rows []statusRow
-			for _, kind := range []string{"source", "sink"} {
-				var infos []sinkInfo // the same shape for sources
-				if err := c.call(ctx, "GET", "/"+kind+"s", nil, &infos); err != nil {
-					return err
-				}
-				for _, i := range infos {
-					s, _ := st.find(kind, i.Key)
-					r := statusRow{Key: i.Key, Kind: kind, Status: i.Status, In: s.in(), Out: s.out(), Errors: s.Errors, DeadLettered: s.DeadLettered}
-					if i.LastError != nil {
-						r.LastError = i.LastError.Message
-					}
-					rows = append(rows, r)
-				}
+			if watch < 0 {
+				return fmt.Errorf("--watch %s: want a positive interval such as 2s", watch)
 			}
 			out := cmd.OutOrStdout()
-			if f.json {
-				return printJSON(out, map[string]any{"api": c.url, "iggy_address": st.IggyAddress, "connectors": rows})
+			for ctx := cmd.Context(); ; {
+				if watch > 0 && isTerminal(out) {
+					fmt.Fprint(out, "\033[H\033[2J") // clear the screen, as watch(1)
+				}
+				if err := showStatus(ctx, out, c, f.json); err != nil {
+					return err
+				}
+				if watch == 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(watch):
+				}
+				if !isTerminal(out) {
+					fmt.Fprintln(out)
+				}
 			}
-			return printStatus(out, c.url, st, rows)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().DurationVar(&watch, "watch", 0, "show the status again at this interval (e.g. 2s) until Ctrl-C")
 	return cmd
+}
+
+// showStatus prints one status of the runtime behind c.
+func showStatus(ctx context.Context, out io.Writer, c *apiClient, asJSON bool) error {
+	st, err := c.stats(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []statusRow
+	for _, kind := range []string{"source", "sink"} {
+		var infos []sinkInfo // the same shape for sources
+		if err := c.call(ctx, "GET", "/"+kind+"s", nil, &infos); err != nil {
+			return err
+		}
+		for _, i := range infos {
+			s, _ := st.find(kind, i.Key)
+			r := statusRow{Key: i.Key, Kind: kind, Status: i.Status, In: s.in(), Out: s.out(), Errors: s.Errors,
+				DeadLettered: s.DeadLettered, Lag: s.LagTotal}
+			if i.LastError != nil {
+				r.LastError = i.LastError.Message
+			}
+			rows = append(rows, r)
+		}
+	}
+	if asJSON {
+		return printJSON(out, map[string]any{"api": c.url, "iggy_address": st.IggyAddress, "connectors": rows})
+	}
+	return printStatus(out, c.url, st, rows)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func printStatus(w io.Writer, api string, st *runtimeStats, rows []statusRow) error {
@@ -143,10 +189,14 @@ func printStatus(w io.Writer, api string, st *runtimeStats, rows []statusRow) er
 	}
 	t := make([][]string, len(rows))
 	for i, r := range rows {
-		t[i] = []string{r.Key, r.Kind, r.Status, strconv.FormatUint(r.In, 10), strconv.FormatUint(r.Out, 10),
+		lag := "-"
+		if r.Lag != nil {
+			lag = strconv.FormatUint(*r.Lag, 10)
+		}
+		t[i] = []string{r.Key, r.Kind, r.Status, strconv.FormatUint(r.In, 10), strconv.FormatUint(r.Out, 10), lag,
 			strconv.FormatUint(r.Errors, 10), strconv.FormatUint(r.DeadLettered, 10), oneLineText(orDash(r.LastError), 120)}
 	}
-	return table(w, "KEY\tKIND\tSTATUS\tIN\tOUT\tERRORS\tDEAD\tLAST ERROR", t)
+	return table(w, "KEY\tKIND\tSTATUS\tIN\tOUT\tLAG\tERRORS\tDEAD\tLAST ERROR", t)
 }
 
 func orDash(s string) string {
