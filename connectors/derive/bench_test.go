@@ -49,3 +49,36 @@ func BenchmarkCountSumPerKey10k(b *testing.B) {
 		})
 	}
 }
+
+// Changelog input (input = "changelog"): a table of 10,000 keys whose
+// updates move them among 100 groups, with count(*), sum, min, max and
+// latest per group; every batch retracts and adds, is checkpointed (the
+// whole table, synced) and sent. Same metrics as above.
+func BenchmarkChangelogPerKey10k(b *testing.B) {
+	for _, size := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+			br := dedupBroker(b)
+			s := newSink(b, br.Addr(), b.TempDir(), map[string]any{"input": "changelog", "group_by": "user",
+				"aggregates": []any{"count(*)", "sum(amount)", "min(amount)", "max(amount)", "latest(amount)"}})
+			defer closeSink(b, s)
+			const keys = 10_000
+			b.ResetTimer()
+			cpu := cpuTime()
+			off := uint64(0)
+			msgs := make([]connector.Message, size)
+			for done := 0; done < b.N; done += size {
+				for i := range msgs {
+					n := int(off)
+					msgs[i] = msg(off, fmt.Sprintf("key-%05d", n*7919%keys), fmt.Sprintf(`{"user":"u%d","amount":%d}`, n*31%100, n%100))
+					off++
+				}
+				if err := consume(b, s, batch(msgs...)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(off)
+			b.ReportMetric(n/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/n, "cpu-µs/msg")
+		})
+	}
+}

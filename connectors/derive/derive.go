@@ -236,6 +236,7 @@ func (d *Sink) restore() error {
 			return fmt.Errorf("it has %d aggregates per group, the configuration %d: "+
 				"a changed aggregates list needs a new state_dir (and output topic)", len(g.Aggs), len(d.s.aggs))
 		}
+		g.outDeleted = g.Deleted
 		d.groups[g.id()] = g
 	}
 	return d.checkInput()

@@ -51,8 +51,9 @@
 // group field, a number field that is not a number; reported as an
 // error, so the stream's on_error dead-letters it, and the key no
 // longer counts anywhere). A group whose last row leaves gets a
-// deletion marker on the output (none for a group made and emptied
-// within one batch, which the output never saw). Every message needs a
+// deletion marker on the output (none for a group made, or made again
+// after its deletion marker, and emptied within one batch: the output
+// has nothing to delete). Every message needs a
 // key header; a string key and a binary key of the same bytes are two
 // rows, and so are one key in two input topics (the topic is part of
 // the row's identity; the partition is not, so partitions added to the

@@ -43,8 +43,13 @@ func (d *Sink) emit() []output {
 				continue
 			}
 		}
-		if g.changed && g.Deleted && g.Version == 0 && d.s.changelog {
-			delete(d.groups, id) // made and emptied in one batch: nothing to delete on the output
+		if g.changed && g.Deleted && d.s.changelog && (g.Version == 0 || g.outDeleted) {
+			// Made (or made again) and emptied in one batch: the output
+			// has nothing to delete.
+			if g.Version == 0 {
+				delete(d.groups, id)
+			}
+			g.changed = false
 			continue
 		}
 		if g.changed {
@@ -54,7 +59,7 @@ func (d *Sink) emit() []output {
 	sort.Slice(gs, func(i, j int) bool { return less(gs[i], gs[j]) })
 	outs := make([]output, 0, len(gs))
 	for _, g := range gs {
-		g.changed = false
+		g.changed, g.outDeleted = false, g.Deleted
 		g.Version++
 		gid := g.id()
 		o := output{ID: outputID(d.s.key, gid, g.Version), Key: gid, Deleted: g.Deleted,

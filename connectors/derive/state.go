@@ -69,6 +69,9 @@ type group struct {
 
 	changed bool
 	rows    map[string]*row // with input = "changelog": the group's rows by rowID
+	// outDeleted is whether the group's last output was a deletion
+	// marker: Deleted as the checkpoint holds it, saved after emit.
+	outDeleted bool
 }
 
 // id is the group's changelog key: the group key, and its window's start.

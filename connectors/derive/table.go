@@ -62,13 +62,42 @@ func (d *Sink) applyRow(ctx context.Context, topic string, m *connector.Message)
 		d.retract(rid) // the key's latest value is this one, which counts nowhere
 		return err
 	}
-	d.retract(rid)
 	d.cp.Seq++
 	r.Topic, r.Kind, r.Key, r.Seq = topic, kv.Kind, append([]byte(nil), kv.Data...), d.cp.Seq
-	if err := d.addRow(rid, r); err != nil {
+	if old := d.rows[rid]; old != nil && old.Group == r.Group {
+		err = d.replace(rid, old, r)
+	} else {
+		d.retract(rid)
+		err = d.addRow(rid, r)
+	}
+	if err != nil {
 		return fmt.Errorf("offset %d: %w", m.Offset, err)
 	}
 	d.stats.Applied++
+	return nil
+}
+
+// replace puts row r in the place of old, the key's row in the same
+// group: the new values go in before the old ones leave, so the group
+// is never empty in between, and latest (whose row is now r) and an
+// extreme that r equals or beats need no search among the group's rows.
+func (d *Sink) replace(rid string, old, r *row) error {
+	g := d.groups[r.Group]
+	for i := range d.s.aggs {
+		if r.Vals[i] != nil {
+			if err := d.s.aggs[i].addRow(&g.Aggs[i], r.Vals[i], r.Seq); err != nil {
+				return fmt.Errorf("%s: %w", d.s.aggs[i].text, err)
+			}
+		}
+	}
+	g.rows[rid], d.rows[rid] = r, r
+	for i := range d.s.aggs {
+		if old.Vals[i] != nil {
+			// The value was added, so it reads again.
+			_ = d.s.aggs[i].retractRow(&g.Aggs[i], i, old.Vals[i], old.Seq, g.rows)
+		}
+	}
+	g.changed = true
 	return nil
 }
 

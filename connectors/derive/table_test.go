@@ -34,6 +34,8 @@ func TestChangelogKeyCountsOnceAndItsDeletionDeletesTheGroup(t *testing.T) {
 	require.NoError(t, consume(t, s, batch(deletion(2, "o1"))))
 	_, ok = s.View("u")
 	require.False(t, ok, "u has no row left")
+	require.NoError(t, consume(t, s, batch(msg(3, "o2", `{"user":"u"}`), deletion(4, "o2"), msg(5, "o3", `{"user":"w"}`), deletion(6, "o3"))),
+		"u again and w, both emptied in the batch: no output")
 	closeSink(t, s)
 	chs := readChanges(t, b.Addr(), "out", "changes")
 	require.Len(t, chs, 2, "%+v", chs)
