@@ -46,8 +46,8 @@ type checkpoint struct {
 	Input string `json:"input,omitempty"`
 	// Seq is the sequence number of the last row updated (changelog).
 	Seq uint64 `json:"seq,omitempty"`
-	// Rows are the input keys' rows (changelog, table.go), sorted by
-	// topic and key.
+	// Rows are the input keys' rows (changelog, table.go), in no
+	// particular order.
 	Rows []*row `json:"rows,omitempty"`
 }
 
@@ -182,18 +182,8 @@ func (cp *checkpoint) save(dir string, groups map[string]*group, rows map[string
 	sort.Slice(cp.Groups, func(i, j int) bool { return less(cp.Groups[i], cp.Groups[j]) })
 	cp.Rows = cp.Rows[:0]
 	for _, r := range rows {
-		cp.Rows = append(cp.Rows, r)
+		cp.Rows = append(cp.Rows, r) // in no order: rebuild orders them by Seq
 	}
-	sort.Slice(cp.Rows, func(i, j int) bool {
-		a, b := cp.Rows[i], cp.Rows[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		return string(a.Key) < string(b.Key)
-	})
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("derive: encode checkpoint: %w", err)

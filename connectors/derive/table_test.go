@@ -294,3 +294,31 @@ func TestGroupKeyNotUTF8IsRefused(t *testing.T) {
 		closeSink(t, s)
 	}
 }
+
+// A key is a row of its input topic: the same key in two topics is two
+// rows, and so are a string key and a binary key of the same bytes;
+// each deletion marker deletes its own.
+func TestChangelogRowIsTopicAndKey(t *testing.T) {
+	t.Parallel()
+	b := dedupBroker(t)
+	s := newSink(t, b.Addr(), t.TempDir(), map[string]any{"input": "changelog", "group_by": "user", "aggregates": []any{"count(*)", "sum(n)"}})
+	other := func(msgs ...connector.Message) *connector.SinkBatch {
+		bt := batch(msgs...)
+		bt.Topic = "other"
+		return bt
+	}
+	binary := msg(1, "", `{"user":"u","n":4}`)
+	binary.Headers = []connector.Header{header.New(iggy.KeyHeader, header.RawValue([]byte("o1")))}
+	require.NoError(t, consume(t, s, batch(msg(0, "o1", `{"user":"u","n":1}`), binary)))
+	require.NoError(t, consume(t, s, other(msg(0, "o1", `{"user":"u","n":2}`))))
+	v, ok := s.View("u")
+	require.True(t, ok)
+	require.JSONEq(t, `{"key":"u","count":3,"sum_n":7}`, string(v))
+	require.NoError(t, consume(t, s, other(deletion(1, "o1"))))
+	v, _ = s.View("u")
+	require.JSONEq(t, `{"key":"u","count":2,"sum_n":5}`, string(v), "other's o1 deleted, in/events' o1 stays")
+	require.NoError(t, consume(t, s, batch(deletion(2, "o1"))))
+	v, _ = s.View("u")
+	require.JSONEq(t, `{"key":"u","count":1,"sum_n":4}`, string(v), "the string key o1 deleted, the binary one stays")
+	closeSink(t, s)
+}
