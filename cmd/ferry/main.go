@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newWebhookCmd(),
 		newDeriveCmd(),
 		newStatusCmd(),
+		newDLQCmd(),
 		newConnectorsCmd(),
 		newBenchCmd(),
 		newPluginCmd(),
