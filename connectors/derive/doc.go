@@ -49,36 +49,38 @@
 // adds the new row; a deletion marker retracts it; so do a value the
 // filter does not keep and a value that cannot be read (not JSON, no
 // group field, a number field that is not a number; reported as an
-// error, so the stream's on_error dead-letters it, and the key no
-// longer counts anywhere). A group whose last row leaves gets a
-// deletion marker on the output (none for a group made, or made again
-// after its deletion marker, and emptied within one batch: the output
-// has nothing to delete). Every message needs a
-// key header; a string key and a binary key of the same bytes are two
-// rows, and so are one key in two input topics (the topic is part of
-// the row's identity; the partition is not, so partitions added to the
-// input move nothing). count, sum and avg are kept as totals that take
-// a row back; min and max keep a count of the group's rows per distinct
-// value (a new extreme is searched among them when the current one
-// leaves); distinct_count a count of rows per distinct value; latest
-// takes the row updated last (latest(F): the last one having F), and
-// searches the group's rows when that one leaves. A sum that took back
-// values not exact in binary (0.1) can differ from a fresh sum in the
-// last bits; integers below 2^53 are exact, and a sum whose group has
-// no value left is 0 again. No window: a row has no event time of its
-// own, and an update would have to retract from a window that closed
-// and left the state (a configuration error names window). No udaf: a
-// WebAssembly aggregate has no inverse of add in its ABI, so nothing
-// could be retracted (a configuration error names udaf). Memory and
-// checkpoint: every row of the table is kept and saved — its topic,
-// key, group, a sequence number and, per aggregate, the value it read
-// (the whole payload for latest(*)) — besides, per group, the counts
-// per distinct value of min, max and distinct_count, which Open
-// computes again from the rows, as it does the counts, extremes and
-// latest values (only the sums are taken as saved). So the state grows
-// with the number of keys of the input, not of groups. The checkpoint
-// of this mode is format version 2 (version 1 plus the rows); a
-// state_dir made in one input mode is refused in the other.
+// error, so the stream's on_error dead-letters it, and the key no longer
+// counts anywhere). A group whose last row leaves gets a deletion marker
+// on the output (none for a group made, or made again after its deletion
+// marker, and emptied within one batch: the output has nothing to
+// delete). Every message needs a key header; a string key and a binary
+// key of the same bytes are two rows, and so are one key in two input
+// topics (the topic is part of the row's identity; the partition is not,
+// so partitions added to the input move nothing).
+//
+// count, sum and avg are kept as totals that take a row back; min and
+// max keep a count of the group's rows per distinct value (a new extreme
+// is searched among them when the current one leaves); distinct_count a
+// count of rows per distinct value; latest takes the row updated last
+// (latest(F): the last one having F), and searches the group's rows when
+// that one leaves. A sum that took back values not exact in binary (0.1)
+// can differ from a fresh sum in the last bits; integers below 2^53 are
+// exact, and a sum whose group has no value left is 0 again.
+//
+// No window: a row has no event time of its own, and an update would
+// have to retract from a window that closed and left the state (a
+// configuration error names window). No udaf: a WebAssembly aggregate
+// has no inverse of add in its ABI, so nothing could be retracted (a
+// configuration error names udaf). Memory and checkpoint: every row of
+// the table is kept and saved — its topic, key, group, a sequence number
+// and, per aggregate, the value it read (the whole payload for
+// latest(*)) — besides, per group, the counts per distinct value of min,
+// max and distinct_count, which Open computes again from the rows, as it
+// does the counts, extremes and latest values (only the sums are taken
+// as saved). So the state grows with the number of keys of the input,
+// not of groups. The checkpoint of this mode is format version 2
+// (version 1 plus the rows); a state_dir made in one input mode is
+// refused in the other.
 //
 // Group keys must be UTF-8 text (a binary key header that is not is
 // refused): the group key is a string header and a JSON string of the
@@ -146,7 +148,8 @@
 // table's invariants and a save and restore) are fuzzed.
 //
 // Left out: the whole state is rewritten at every batch (fine for tens of
-// thousands of groups; a journal would be needed for millions);
+// thousands of groups, or of keys with changelog input, whose rows are
+// most of a save; a journal would be needed for millions);
 // distinct_count keeps every distinct value; with changelog input every
 // row is kept; tombstones of deleted unwindowed groups stay in the
 // state; Merge of a udaf is not called;

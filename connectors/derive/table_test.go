@@ -188,7 +188,7 @@ func refGroups(table map[string]refRow) map[string]map[string]any {
 
 // Every aggregate under retraction, against a brute force over the
 // table: seeded random updates (keys moving between groups, fields
-// present or not) and deletion markers, in random batches, with reopens
+// present or not, values the filter drops) and deletion markers, in random batches, with reopens
 // from the checkpoint; after each batch every group's value equals the
 // reference, and at the end the output changelog's last value per key
 // (deletion markers removing keys) equals it too.
@@ -200,12 +200,12 @@ func TestChangelogAggregatesMatchBruteForce(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			dir := t.TempDir()
 			to := fmt.Sprintf("out/brute%d", seed)
-			pc := map[string]any{"input": "changelog", "group_by": "user", "to": to, "aggregates": []any{"count(*)", "count(amount)",
+			pc := map[string]any{"input": "changelog", "group_by": "user", "to": to, "filter": `status != "void"`, "aggregates": []any{"count(*)", "count(amount)",
 				"sum(amount)", "avg(amount)", "min(amount)", "max(amount)", "distinct_count(sku)", "latest(sku)", "latest(*)"}}
 			s := newSink(t, b.Addr(), dir, pc)
 			table := map[string]refRow{}
 			users := []string{"u0", "u1", "u2", "u3", "u4"}
-			off, seq, deletes, moves := uint64(0), 0, 0, 0
+			off, seq, deletes, moves, filtered := uint64(0), 0, 0, 0, 0
 			for round := range 60 {
 				if round%20 == 19 {
 					closeSink(t, s)
@@ -239,10 +239,21 @@ func TestChangelogAggregatesMatchBruteForce(t *testing.T) {
 						r.sku = &sku
 						doc["sku"] = sku
 					}
+					void := rng.IntN(8) == 0
+					if void {
+						doc["status"] = "void" // filtered out: the key leaves the table
+					}
 					p, err := json.Marshal(doc)
 					require.NoError(t, err)
 					r.payload = string(p)
-					table[key] = r
+					if void {
+						if _, ok := table[key]; ok {
+							filtered++
+						}
+						delete(table, key)
+					} else {
+						table[key] = r
+					}
 					msgs = append(msgs, msg(off, key, r.payload))
 					off++
 				}
@@ -265,6 +276,7 @@ func TestChangelogAggregatesMatchBruteForce(t *testing.T) {
 			require.Equal(t, refGroups(table), got, "the output changelog")
 			require.Positive(t, deletes)
 			require.Positive(t, moves)
+			require.Positive(t, filtered)
 		})
 	}
 }
