@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
@@ -28,9 +29,14 @@ var Spec = connector.NewSpec(
 	connector.NewStringField("username").WithDefault("").WithDoc("the origin's user (with password)"),
 	connector.NewStringField("password").WithDefault("").AsSecret().WithDoc("the origin user's password"),
 	connector.NewStringField("token").WithDefault("").AsSecret().WithDoc("a personal access token instead of username and password"),
-	connector.NewStringField("stream").Require().WithExample("orders").WithDoc("the origin stream (name or numeric id)"),
-	connector.NewStringField("topic").Require().WithExample("orders").WithDoc("the origin topic (name or numeric id)"),
-	connector.NewStringField("consumer_group").WithDefault("").
+	connector.NewStringField("stream").Require().WithCheck(checkName).WithExample("orders").WithDoc("the origin stream (name or numeric id)"),
+	connector.NewStringField("topic").Require().WithCheck(checkName).WithExample("orders").WithDoc("the origin topic (name or numeric id)"),
+	connector.NewStringField("consumer_group").WithDefault("").WithCheck(func(v any) error {
+		if v == "" {
+			return nil // the default
+		}
+		return checkName(v)
+	}).
 		WithDoc(`the origin consumer group whose offsets say where the source is; default "ferry-<key>", created when missing`),
 	connector.NewIntField("batch_size").WithDefault(1000).Between(1, 100_000).
 		WithDoc("messages per poll"),
@@ -69,6 +75,9 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 	if group == "" {
 		group = "ferry-" + cfg.Key
 	}
+	if err := checkName(group); err != nil {
+		return nil, set.Errorf("consumer_group", "the default, ferry-<key>, %v: name a group", err)
+	}
 	s.group = iggy.NamedID(group)
 	if s.token != "" && (s.user != "" || s.password != "") {
 		return nil, set.Errorf("token", "give a token or a username and password, not both")
@@ -77,6 +86,21 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 		return nil, set.Errorf("password", "username and password go together")
 	}
 	return s, nil
+}
+
+// checkName refuses what Iggy takes for no name of a stream, topic or
+// consumer group: it wants 1..255 bytes of UTF-8.
+func checkName(v any) error {
+	s, _ := v.(string)
+	switch {
+	case s == "":
+		return errors.New("is empty; a name is 1..255 bytes of UTF-8")
+	case len(s) > 255:
+		return fmt.Errorf("is %d bytes; a name is 1..255 bytes of UTF-8", len(s))
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%q is not UTF-8", s)
+	}
+	return nil
 }
 
 // identifier is a name, or a numeric id when v is all digits.
