@@ -10,8 +10,9 @@ import (
 
 // GET /events and GET /asyncapi.yaml (Ferry extensions): the catalog of
 // declared event types and the AsyncAPI 3.0 document of the deployment,
-// built from the runtime's config.toml ([events]) and the active
-// configuration of every connector loaded (package eventtypes). Both
+// built from the runtime's config.toml ([events]), the active
+// configuration of every connector loaded and the event types their
+// specs declare (package eventtypes). Both
 // need the API's credential, as every path but /, /health and the
 // public reads do.
 
@@ -34,7 +35,13 @@ func (s *Server) catalog() (*eventtypes.Catalog, error) {
 			}
 		}
 	}
-	return eventtypes.Build(s.rt.Config(), conns)
+	reg := s.rt.Registry()
+	if reg == nil {
+		reg = connector.Default
+	}
+	// With the registry, the event types the connectors' specs declare
+	// (a plugin's manifest [[events]]) join config.toml's.
+	return eventtypes.Build(s.rt.Config(), conns, eventtypes.WithRegistry(reg))
 }
 
 // getEvents serves GET /events.

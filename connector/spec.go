@@ -42,6 +42,10 @@ type Spec struct {
 	// Lints are checks across fields, run once every field parsed; each
 	// reports its problems through fail, naming a key path.
 	Lints []func(s *Settings, fail FailFunc)
+	// Events are the event types the connector produces (a source) or
+	// consumes (a sink), with their schemas (see EventType and
+	// DeclareEvents); nil: none declared.
+	Events []EventType
 }
 
 // FailFunc reports one problem at a key path of plugin_config ("url",

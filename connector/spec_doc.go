@@ -21,9 +21,43 @@ func Describe(w io.Writer, info Info) error {
 		fmt.Fprintf(&b, "path may also be: %s\n", strings.Join(info.Aliases, ", "))
 	}
 	describeFields(&b, "plugin_config", info.Spec)
+	describeEvents(&b, info)
 	describeSample(&b, Sample(info))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// describeEvents lists the event types the spec declares, if any.
+func describeEvents(b *strings.Builder, info Info) {
+	if info.Spec == nil || len(info.Spec.Events) == 0 {
+		return
+	}
+	verb := "consumes"
+	if info.Kind == KindSource {
+		verb = "produces"
+	}
+	fmt.Fprintf(b, "\nevent types it %s:\n", verb)
+	for _, e := range info.Spec.Events {
+		head := e.Name
+		if e.Version != "" {
+			head += " " + e.Version
+		}
+		schema := "no schema"
+		switch {
+		case e.SchemaPath != "":
+			schema = e.SchemaPath
+		case e.Schema != "":
+			schema = "inline schema"
+		}
+		on := "on all its topics"
+		if len(e.Topics) > 0 {
+			on = "on " + strings.Join(e.Topics, ", ")
+		}
+		fmt.Fprintf(b, "  %-26s %s, %s, %s\n", head, e.Format, schema, on)
+		if e.Description != "" {
+			fmt.Fprintf(b, "  %-26s %s\n", "", e.Description)
+		}
+	}
 }
 
 // DescribeTable writes the reference of a table checked by spec (a

@@ -183,6 +183,9 @@ func (c *Catalog) message(t *Type, id string, schemas map[string]any) (*aMessage
 	if t.Version != "" {
 		ferry["version"] = t.Version
 	}
+	if t.Origin != "" {
+		ferry["declared_by"] = t.Origin
+	}
 	m.Ferry = ferry
 	if len(t.Schema) == 0 {
 		return m, nil

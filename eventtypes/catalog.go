@@ -3,6 +3,7 @@ package eventtypes
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -63,8 +64,17 @@ type Type struct {
 	MessageType string          `json:"message_type,omitempty"`
 	SchemaFile  string          `json:"schema_file,omitempty"`
 	Topics      []string        `json:"topics,omitempty"`
-	Producers   []Endpoint      `json:"producers"`
-	Consumers   []Endpoint      `json:"consumers"`
+	// Origin is where the declaration in use was made: "config FILE:LINE"
+	// for config.toml's [events."NAME"], "plugin NAME's manifest FILE
+	// (events[i])" or "the spec of connector NAME" for a connector's spec.
+	Origin string `json:"origin,omitempty"`
+	// Shadowed are the other declarations of the same name, which this
+	// one overrides (config.toml's over a spec's, or the first spec's
+	// over a later one with the same schema): each an origin, followed by
+	// " (a different schema)" when its schema differs.
+	Shadowed  []string   `json:"shadowed,omitempty"`
+	Producers []Endpoint `json:"producers"`
+	Consumers []Endpoint `json:"consumers"`
 
 	v *validator // nil in a catalog read back with ParseCatalog
 }
@@ -100,12 +110,61 @@ func (c *Catalog) Names() []string {
 	return out
 }
 
-// Build makes the catalog of rt's [events] and the connectors' streams.
-// Disabled connectors are left out. The error, when not nil, is a
-// config.Errors naming the file, line and key of each problem (an
-// unknown type name, a schema that does not compile); the catalog is
-// returned anyway, without the streams and types at fault.
-func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error) {
+// Option changes what Build reads besides the configuration.
+type Option func(*buildOptions)
+
+type buildOptions struct {
+	spec func(*config.Connector) (*connector.Spec, error)
+}
+
+// WithSpecs makes Build read the event types each connector's spec
+// declares (connector.Spec.Events: a built-in's, or a plugin's manifest
+// [[events]]): spec returns the spec of a connector's path, nil when it
+// has none or the path names nothing; an error is reported at the
+// connector's path.
+func WithSpecs(spec func(*config.Connector) (*connector.Spec, error)) Option {
+	return func(o *buildOptions) { o.spec = spec }
+}
+
+// WithRegistry is WithSpecs with the specs reg resolves a connector's
+// path to (connector.Registry.Resolve, relative paths against the
+// connector file's directory): built-ins, and plugins when reg has
+// package plugin/host's resolver. A path that names nothing declares
+// nothing (running the connector reports it).
+func WithRegistry(reg *connector.Registry) Option {
+	return WithSpecs(func(cc *config.Connector) (*connector.Spec, error) {
+		dir := ""
+		if cc.File != "" {
+			dir = filepath.Dir(cc.File)
+		}
+		info, ok, err := reg.Resolve(connector.Kind(cc.Type), cc.Path, dir)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return info.Spec, nil
+	})
+}
+
+// Build makes the catalog of rt's [events], the event types the
+// connectors' specs declare (with WithSpecs or WithRegistry) and the
+// connectors' streams. Disabled connectors are left out. The error, when
+// not nil, is a config.Errors naming the file, line and key of each
+// problem (an unknown type name, a schema that does not compile, in
+// config.toml, a connector file or a plugin's manifest; two specs
+// declaring one name with different schemas); the catalog is returned
+// anyway, without the streams and types at fault.
+//
+// A name declared more than once: config.toml's [events."NAME"] wins
+// over any spec's (the spec's declaration still says the connector
+// produces or consumes it; a different schema is listed in Shadowed and
+// is a warning of Check); between specs, the first connector's (sources
+// first, then by key) wins, the same schema from elsewhere is listed in
+// Shadowed, and a different one is an error.
+func Build(rt *config.Runtime, connectors []*config.Connector, opts ...Option) (*Catalog, error) {
+	var o buildOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Catalog{}
 	var errs config.Errors
 	failed := map[string]bool{} // types whose entry is reported already
@@ -124,14 +183,11 @@ func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error)
 				failed[et.Name] = true
 				continue
 			}
+			t.Origin = "config " + et.File
+			if et.Line > 0 {
+				t.Origin += fmt.Sprintf(":%d", et.Line)
+			}
 			c.Types = append(c.Types, t)
-		}
-	}
-	sort.Slice(c.Types, func(i, j int) bool { return c.Types[i].Name < c.Types[j].Name })
-	byTopic := map[string][]string{} // "stream/topic" -> types declared on it
-	for _, t := range c.Types {
-		for _, tp := range t.Topics {
-			byTopic[tp] = append(byTopic[tp], t.Name)
 		}
 	}
 	conns := slices.Clone(connectors)
@@ -141,11 +197,22 @@ func Build(rt *config.Runtime, connectors []*config.Connector) (*Catalog, error)
 		}
 		return conns[i].Key < conns[j].Key
 	})
+	declared := map[*config.Connector][]connector.EventType{} // by the connectors' specs
+	if o.spec != nil {
+		errs = append(errs, c.addSpecTypes(conns, o.spec, declared, failed)...)
+	}
+	sort.Slice(c.Types, func(i, j int) bool { return c.Types[i].Name < c.Types[j].Name })
+	byTopic := map[string][]string{} // "stream/topic" -> types declared on it
+	for _, t := range c.Types {
+		for _, tp := range t.Topics {
+			byTopic[tp] = append(byTopic[tp], t.Name)
+		}
+	}
 	for _, cc := range conns {
 		if cc == nil || !cc.Enabled {
 			continue
 		}
-		errs = append(errs, c.addConnector(cc, byTopic, failed)...)
+		errs = append(errs, c.addConnector(cc, byTopic, failed, declared[cc])...)
 	}
 	for _, e := range c.Endpoints {
 		for _, name := range e.Types {
@@ -234,7 +301,9 @@ func newType(et *config.EventType) (*Type, error) {
 }
 
 // addConnector adds cc's endpoints; errors for names not in the catalog.
-func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string, failed map[string]bool) config.Errors {
+// fromSpec are the types cc's spec declares (in the catalog already,
+// or failed).
+func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string, failed map[string]bool, fromSpec []connector.EventType) config.Errors {
 	var errs config.Errors
 	kind := KindSink
 	switch {
@@ -257,6 +326,11 @@ func (c *Catalog) addConnector(cc *config.Connector, byTopic map[string][]string
 		for _, name := range byTopic[e.Address()] {
 			if !slices.Contains(e.Types, name) {
 				e.Types = append(e.Types, name)
+			}
+		}
+		for _, d := range fromSpec {
+			if d.AppliesTo(stream, topic) && c.Get(d.Name) != nil && !slices.Contains(e.Types, d.Name) {
+				e.Types = append(e.Types, d.Name)
 			}
 		}
 		c.Endpoints = append(c.Endpoints, e)

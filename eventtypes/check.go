@@ -40,8 +40,9 @@ func HasErrors(fs []Finding) bool {
 }
 
 // Check reports consumers of types that nobody produces, or that are
-// produced only on other topics (errors), and types nobody consumes
-// (warnings), sorted by type.
+// produced only on other topics (errors), types nobody consumes, and
+// declarations in connectors' specs overridden by one with a different
+// schema (warnings), sorted by type.
 func (c *Catalog) Check() []Finding {
 	var out []Finding
 	for _, t := range c.Types {
@@ -53,6 +54,7 @@ func (c *Catalog) Check() []Finding {
 				out = append(out, Finding{SeverityError, t.Name, "", fmt.Sprintf("%s consumes it, but it is produced only on %s", e, addresses(t.Producers))})
 			}
 		}
+		out = append(out, shadowedFindings(t)...)
 		if len(t.Consumers) == 0 {
 			if len(t.Producers) == 0 {
 				out = append(out, Finding{SeverityWarning, t.Name, "", "declared, but nobody produces or consumes it"})

@@ -1,7 +1,9 @@
 // Package eventtypes owns the declared event types of a deployment: the
 // catalog built from the runtime's configuration (config.toml's
 // [events."NAME"] entries and the produces / consumes keys of the
-// connectors' [[streams]] entries, see config/events.go), the validation
+// connectors' [[streams]] entries, see config/events.go) and from the
+// connectors' specs (connector.Spec.Events: a built-in's, declared in
+// code, or a plugin's, in its manifest's [[events]] tables), the validation
 // of payloads against the types' schemas, the AsyncAPI 3.0 document of
 // the deployment, and the checks of `ferry events check`.
 //
@@ -18,6 +20,40 @@
 // connectors are left out. A name that is not in the catalog, or a schema
 // that does not compile, is an error naming the file, line and key; the
 // catalog is still returned with what could be built.
+//
+// # Declarations in connectors' specs
+//
+// With [WithRegistry] (or [WithSpecs]), Build also reads the event types
+// each enabled connector's spec declares: a source produces them, a sink
+// consumes them, on every topic of its [[streams]] entries, or on those
+// the declaration's topics name ("TOPIC" or "STREAM/TOPIC"). A plugin
+// declares them in ferry-plugin.toml (package plugin):
+//
+//	[[events]]
+//	name = "line.read"
+//	version = "1.0.0"
+//	schema_path = "schemas/line.json"  # relative to the manifest; or schema, inline (JSON text or a table)
+//	format = "json_schema"             # the default; "avro", "proto" (with message_type)
+//	topics = ["lines"]                 # default: all of the connector's topics
+//
+// and a built-in with connector.Spec.DeclareEvents. The runtime, GET
+// /events, GET /asyncapi.yaml and `ferry events` all build the catalog
+// this way, so such a type is validated at the edges, listed and checked
+// like one of config.toml. Each type's Origin says where its declaration
+// is: "config FILE:LINE", "plugin NAME's manifest FILE (events[i])" or
+// "the spec of connector NAME" (in the AsyncAPI document, the message's
+// x-ferry.declared_by). A name declared twice: config.toml's entry wins
+// over a spec's (the spec's still says its connector produces or
+// consumes the type; Shadowed lists the spec's declaration, and Check
+// warns when its schema differs); between specs the first connector's
+// (sources first, then by key) wins, the same schema elsewhere is listed
+// in Shadowed, and a different one is an error naming both. A spec whose
+// schema does not compile is an error naming the manifest and the key
+// (events[0].schema); a path that names no connector declares nothing.
+// The runtime builds each connector's checks from config.toml and that
+// connector's own declarations only, so a conflict between two specs is
+// reported by GET /events and `ferry events check`, and each connector
+// validates against its own spec's schema.
 //
 // # Validation
 //
@@ -63,7 +99,8 @@
 // only (a change is a warning). Catalogs are saved and read back as the
 // JSON of GET /events ([Catalog.MarshalJSON], [ParseCatalog]).
 //
-// Left out: plugins' manifests do not declare event types yet (a plugin's
-// streams declare them in its connector file like any connector); schema
-// registries; JSON Schema comparison through remote or file $refs.
+// Left out: the gRPC Spec call does not carry event types (a plugin
+// declares them in its manifest; an executable named without a manifest
+// declares none); schema registries; JSON Schema comparison through
+// remote or file $refs.
 package eventtypes

@@ -9,7 +9,11 @@
 //     starts it, its transport ("grpc", or "lines" for scripts), its
 //     settings (declared inline or asked of the plugin with the Spec call),
 //     the environment variables it may see, and its limits: a deadline per
-//     call, a memory limit and the restart backoff. A connector file names
+//     call, a memory limit and the restart backoff; and the event types
+//     it produces or consumes ([[events]] tables with a JSON Schema, Avro
+//     or Protobuf schema, which become the spec's connector.Spec.Events
+//     and join the deployment's catalog: package eventtypes; the Spec
+//     call does not carry them). A connector file names
 //     a plugin with path = "…/ferry-plugin.toml", or names the executable
 //     itself (then the defaults apply and the Spec call declares the
 //     settings); relative paths are resolved against the connector file's

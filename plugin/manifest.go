@@ -1,10 +1,12 @@
 package plugin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +44,25 @@ const ManifestName = "ferry-plugin.toml"
 //	required = true
 //	doc = "the file to write"
 //
+//	[[events]]                    # an event type the plugin produces (source) or consumes (sink)
+//	name = "line.read"
+//	description = "one line of the input file"
+//	version = "1.0.0"
+//	schema_path = "schemas/line.json" # relative to this file's directory; or schema, inline
+//	format = "json_schema"        # the default; "avro" (.avsc), "proto" (.proto, with message_type)
+//	topics = ["lines"]            # the connector's topics (TOPIC or STREAM/TOPIC) it applies to; default all
+//
 // A settings table also takes default, example, secret, values and
 // aliases (an enum's), elem (a list's or a map's element, a table),
 // fields (an object's, tables), alternatives (an either's), min, max and
 // numbers, as connector.Field has them.
+//
+// An events table's schema is the schema inline: JSON text (a string)
+// or, for a JSON Schema or an Avro schema, a TOML table that is the same
+// document. The declarations become the spec's Events
+// (connector.EventType) whichever way the settings come, and package
+// eventtypes merges them into the deployment's catalog; an entry of
+// config.toml's [events] with the same name wins over the manifest's.
 type Manifest struct {
 	// File is the manifest's absolute path; empty for an executable named
 	// directly (then Dir is the executable's directory).
@@ -67,6 +84,9 @@ type Manifest struct {
 	// sees besides BaseEnv: names, or prefixes ending in "*".
 	Env    []string
 	Limits Limits
+	// Events are the [[events]] tables: the event types the plugin
+	// produces or consumes, schema paths made absolute.
+	Events []connector.EventType
 }
 
 // Limits bound a plugin process.
@@ -131,6 +151,7 @@ var manifestSpec = connector.NewSpec(
 		connector.NewSizeField("max_line").WithDefault(int64(DefaultMaxLine)),
 	),
 	connector.NewListField("settings", connector.NewAnyField("")),
+	connector.NewListField("events", connector.NewAnyField("")),
 ).Lint(func(s *Settings, fail connector.FailFunc) {
 	l := s.Object("limits")
 	if l.Duration("call_timeout") <= 0 {
@@ -176,6 +197,19 @@ var settingSpec = connector.NewSpec(
 	connector.NewBoolField("numbers"),
 )
 
+var eventSpec = connector.NewSpec(
+	connector.NewStringField("name").Require().WithDoc("the event type's name, such as \"order.created\""),
+	connector.NewStringField("description"),
+	connector.NewStringField("version"),
+	connector.NewEnumField("format", connector.EventFormatJSONSchema, connector.EventFormatAvro, connector.EventFormatProto).
+		WithAliases(map[string]string{"jsonschema": connector.EventFormatJSONSchema, "json-schema": connector.EventFormatJSONSchema,
+			"protobuf": connector.EventFormatProto}),
+	connector.NewAnyField("schema"),
+	connector.NewStringField("schema_path"),
+	connector.NewStringField("message_type"),
+	connector.NewStringListField("topics"),
+)
+
 // LoadManifest reads and checks a manifest file.
 func LoadManifest(file string) (*Manifest, error) {
 	abs, err := filepath.Abs(file)
@@ -215,6 +249,21 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 	if m.Transport == TransportLines {
 		m.SpecFromCall = false // no Spec call: the [[settings]], or none
 	}
+	events, _ := set.Value("events").([]any)
+	var evErrs connector.SettingErrors
+	for i, t := range events {
+		et, err := eventType(m, fmt.Sprintf("events[%d]", i), t)
+		if err != nil {
+			evErrs = append(evErrs, asSettingErrors(err, file)...)
+			continue
+		}
+		if slices.ContainsFunc(m.Events, func(o connector.EventType) bool { return o.Name == et.Name }) {
+			evErrs = append(evErrs, &connector.SettingError{File: file, Key: fmt.Sprintf("events[%d].name", i),
+				Msg: fmt.Sprintf("event type %q is declared twice", et.Name)})
+			continue
+		}
+		m.Events = append(m.Events, et)
+	}
 	if !m.SpecFromCall {
 		var errs connector.SettingErrors
 		fields := make([]*pluginpb.Field, 0, len(tables))
@@ -226,14 +275,88 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 			}
 			fields = append(fields, pf)
 		}
-		if len(errs) > 0 {
+		if errs = append(errs, evErrs...); len(errs) > 0 {
 			return nil, errs
 		}
 		if m.Spec, err = SpecFromProto(fields); err != nil {
 			return nil, fmt.Errorf("%s: settings: %w", file, err)
 		}
+		m.Spec.Events = m.Events
+	}
+	if len(evErrs) > 0 {
+		return nil, evErrs
 	}
 	return m, nil
+}
+
+// eventType reads one [[events]] table; errors name the manifest and the
+// key (events[0].schema).
+func eventType(m *Manifest, key string, v any) (connector.EventType, error) {
+	file := m.File
+	t, ok := v.(map[string]any)
+	if !ok {
+		return connector.EventType{}, &connector.SettingError{File: file, Key: key, Msg: fmt.Sprintf("expected a table, got %T", v)}
+	}
+	set, err := eventSpec.Parse(connector.PluginConfig{Values: t, Source: file, Table: key})
+	if err != nil {
+		return connector.EventType{}, err
+	}
+	et := connector.EventType{Name: set.String("name"), Description: set.String("description"),
+		Version: set.String("version"), Format: set.String("format"), MessageType: set.String("message_type"),
+		Topics: set.Strings("topics"), File: file, Key: key,
+		Origin: fmt.Sprintf("plugin %s's manifest %s (%s)", m.Name, file, key)}
+	switch s := set.Value("schema").(type) {
+	case nil:
+	case string:
+		et.Schema = s
+	case map[string]any, []any:
+		b, err := json.Marshal(s)
+		if err != nil {
+			return et, &connector.SettingError{File: file, Key: key + ".schema", Msg: err.Error()}
+		}
+		et.Schema = string(b)
+	default:
+		return et, &connector.SettingError{File: file, Key: key + ".schema",
+			Msg: fmt.Sprintf("expected the schema as JSON text (a string) or as a table, got %T", s)}
+	}
+	var errs connector.SettingErrors
+	if p := set.String("schema_path"); p != "" {
+		if strings.ContainsRune(p, 0) {
+			errs = append(errs, &connector.SettingError{File: file, Key: key + ".schema_path", Msg: "a path with a NUL byte"})
+		} else {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(m.Dir, p)
+			}
+			et.SchemaPath = filepath.Clean(p)
+			if fi, err := os.Stat(et.SchemaPath); err != nil {
+				errs = append(errs, &connector.SettingError{File: file, Key: key + ".schema_path",
+					Msg: fmt.Sprintf("cannot read the schema file %s: %v", et.SchemaPath, unwrapPathErr(err))})
+			} else if fi.IsDir() {
+				errs = append(errs, &connector.SettingError{File: file, Key: key + ".schema_path",
+					Msg: fmt.Sprintf("%s is a directory; expected a schema file", et.SchemaPath)})
+			}
+		}
+	}
+	if err := et.Check(); err != nil {
+		for _, e := range asSettingErrors(err, file) {
+			e.File, e.Key = file, key+"."+e.Key
+			if !slices.ContainsFunc(errs, func(o *connector.SettingError) bool { return o.Key == e.Key }) {
+				errs = append(errs, e)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return et, errs
+	}
+	return et, nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // resolveCommand makes a command with a directory part absolute against

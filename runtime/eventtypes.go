@@ -28,24 +28,29 @@ const HeaderEventType = "ce_type"
 var errInvalidEvent = errors.New("invalid event")
 
 // eventChecks are the checks of one connector's streams, from the
-// catalog of the runtime's [events] and that connector's declarations.
+// catalog of the runtime's [events] and that connector's declarations:
+// its streams' produces / consumes and the event types its spec declares
+// (a built-in's, or a plugin's manifest [[events]]).
 type eventChecks struct {
 	cat *eventtypes.Catalog
 	kind,
 	key string
 }
 
-// newEventChecks builds the checks of c; nil when none of c's streams
-// declares a type (directly, or through a type's topics). The error
-// names the file, line and key of a type c names that does not exist or
-// whose schema does not compile.
-func newEventChecks(rt *config.Runtime, c *config.Connector) (*eventChecks, error) {
+// newEventChecks builds the checks of c, whose connector's spec is spec
+// (nil: none); nil when none of c's streams declares a type (directly,
+// through a type's topics, or through the spec). The error names the
+// file, line and key of a type c names that does not exist or whose
+// schema does not compile (in config.toml, c's file or the plugin's
+// manifest).
+func newEventChecks(rt *config.Runtime, c *config.Connector, spec *connector.Spec) (*eventChecks, error) {
 	if rt == nil || c == nil {
 		return nil, nil
 	}
 	one := *c
 	one.Enabled = true
-	cat, err := eventtypes.Build(rt, []*config.Connector{&one})
+	cat, err := eventtypes.Build(rt, []*config.Connector{&one},
+		eventtypes.WithSpecs(func(*config.Connector) (*connector.Spec, error) { return spec, nil }))
 	if err != nil {
 		return nil, fmt.Errorf("declared event types: %w", err)
 	}

@@ -35,7 +35,7 @@ func TestEventCheckSource(t *testing.T) {
 	t.Parallel()
 	rt, set := eventDeployment(t)
 	src := set.Get(config.KindSource, "orders")
-	checks, err := newEventChecks(rt, src)
+	checks, err := newEventChecks(rt, src, nil)
 	require.NoError(t, err)
 	ch := checks.stream("shop", "orders", config.SchemaJSON, config.StreamSchema{}, nil)
 	require.NotNil(t, ch)
@@ -69,7 +69,7 @@ func TestEventCheckSink(t *testing.T) {
 	t.Parallel()
 	rt, set := eventDeployment(t)
 	ledger := set.Get(config.KindSink, "ledger")
-	checks, err := newEventChecks(rt, ledger)
+	checks, err := newEventChecks(rt, ledger, nil)
 	require.NoError(t, err)
 	pay := checks.stream("shop", "payments", config.SchemaJSON, config.StreamSchema{}, nil)
 	require.NotNil(t, pay)
@@ -84,14 +84,14 @@ func TestEventCheckSink(t *testing.T) {
 	require.ErrorIs(t, inv.checkMessage(withType("inventory.adjusted")(&connector.Message{Payload: []byte(`{"sku":"a","delta":"two"}`)})), errInvalidEvent)
 
 	hook := set.Get(config.KindSink, "hook-notify")
-	hc, err := newEventChecks(rt, hook)
+	hc, err := newEventChecks(rt, hook, nil)
 	require.NoError(t, err)
 	require.NoError(t, hc.stream("shop", "orders", config.SchemaJSON, config.StreamSchema{}, nil).
 		checkMessage(&connector.Message{Payload: []byte(`{"type":"order.cancelled","order_id":"o"}`)}), "one declared type: no type member needed, and it validates")
 
 	// A connector declaring nothing has no checks at all.
 	none, err := newEventChecks(rt, &config.Connector{Type: config.KindSink, Key: "plain", Enabled: true,
-		Consumers: []config.ConsumerStream{{Stream: "other", Topics: []string{"t"}}}})
+		Consumers: []config.ConsumerStream{{Stream: "other", Topics: []string{"t"}}}}, nil)
 	require.NoError(t, err)
 	require.Nil(t, none)
 	require.Nil(t, none.stream("other", "t", config.SchemaJSON, config.StreamSchema{}, nil))
@@ -129,7 +129,7 @@ produces = ["payment.settled"]
 	s := c.Producers[0]
 	sc, err := codec.New(connector.SchemaAvro, codec.Options{AvroSchemaPath: s.AvroSchemaPath})
 	require.NoError(t, err)
-	checks, err := newEventChecks(rt, c)
+	checks, err := newEventChecks(rt, c, nil)
 	require.NoError(t, err)
 	ch := checks.stream("shop", "payments", s.Schema, s.StreamSchema, sc)
 	require.NotNil(t, ch)
@@ -152,7 +152,7 @@ func TestEventChecksConfigErrors(t *testing.T) {
 	c, err := config.ParseConnector(file, []byte(src), config.WithEnv(config.MapEnv(nil)))
 	require.NoError(t, err)
 	c.File = file
-	_, err = newEventChecks(rt, c)
+	_, err = newEventChecks(rt, c, nil)
 	require.ErrorContains(t, err, `pg.toml:6: streams[0].consumes[0]: unknown event type "order.craeted"; did you mean "order.created"?`)
 	var errs config.Errors
 	require.True(t, errors.As(err, &errs))

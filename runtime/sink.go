@@ -45,7 +45,7 @@ func (m *managed) runSink(ctx context.Context, cfg *config.Connector) error {
 			return terminal(err)
 		}
 	}
-	checks, err := newEventChecks(m.rt.cfg, cfg)
+	checks, err := newEventChecks(m.rt.cfg, cfg, info.Spec)
 	if err != nil {
 		return terminal(fmt.Errorf("%s: %w", cfg.File, err))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferryhq/ferry/config"
+	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/eventtypes"
 	"github.com/ferryhq/ferry/internal/fsx"
 )
@@ -33,8 +34,10 @@ func newEventsCmd() *cobra.Command {
 		Short: "List and check the declared event types of a deployment",
 		Long: `The event types a deployment declares: [events."NAME"] entries in the
 runtime's config.toml (a schema: JSON Schema, Avro or Protobuf), named by
-the produces key of sources' [[streams]] and the consumes key of sinks'.
-The configuration is read from --config or IGGY_CONNECTORS_CONFIG_PATH.`,
+the produces key of sources' [[streams]] and the consumes key of sinks',
+and those a connector's spec declares (a plugin's manifest [[events]]
+tables; config.toml's entry wins for the same name). The configuration
+is read from --config or IGGY_CONNECTORS_CONFIG_PATH.`,
 	}
 	cmd.AddCommand(newEventsListCmd(), newEventsCheckCmd())
 	return cmd
@@ -64,7 +67,9 @@ func loadCatalog(cmd *cobra.Command, file string) (*config.Runtime, *eventtypes.
 	for _, le := range set.Errors {
 		problems = append(problems, le.Error())
 	}
-	cat, err := eventtypes.Build(rt, set.Connectors)
+	// The connectors' specs declare event types too (a plugin's in its
+	// manifest's [[events]]).
+	cat, err := eventtypes.Build(rt, set.Connectors, eventtypes.WithRegistry(connector.Default))
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -137,6 +142,13 @@ func printCatalog(w io.Writer, cat *eventtypes.Catalog) {
 		fmt.Fprintf(w, "%s (%s, %s)\n", head, t.Format, schema)
 		if t.Description != "" {
 			fmt.Fprintf(w, "  %s\n", t.Description)
+		}
+		if t.Origin != "" && !strings.HasPrefix(t.Origin, "config ") {
+			// Where a connector's spec declared it (config.toml's go unsaid).
+			fmt.Fprintf(w, "  declared in: %s\n", t.Origin)
+		}
+		for _, s := range t.Shadowed {
+			fmt.Fprintf(w, "  also declared in: %s\n", s)
 		}
 		fmt.Fprintf(w, "  produced by: %s\n", endpointList(t.Producers))
 		fmt.Fprintf(w, "  consumed by: %s\n", endpointList(t.Consumers))

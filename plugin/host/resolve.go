@@ -136,7 +136,8 @@ var describeCache = struct {
 // Describe is what the manifest says, completed by the plugin's Spec
 // call when the manifest asks for it (the call starts the plugin once;
 // its answer is kept while the manifest and the executable are
-// unchanged).
+// unchanged). The spec's Events are the manifest's [[events]] either
+// way.
 func Describe(m *plugin.Manifest) (*Description, error) {
 	d := &Description{Manifest: m, Name: m.Name, Summary: m.Summary, Spec: m.Spec}
 	if m.Kind != "" {
@@ -145,6 +146,7 @@ func Describe(m *plugin.Manifest) (*Description, error) {
 	if !m.SpecFromCall {
 		if d.Spec == nil {
 			d.Spec = connector.NewSpec()
+			d.Spec.Events = m.Events
 		}
 		return d, nil
 	}
@@ -161,6 +163,9 @@ func Describe(m *plugin.Manifest) (*Description, error) {
 	if d.Spec, err = plugin.SpecFromProto(resp.Settings); err != nil {
 		return nil, fmt.Errorf("plugin %s: its Spec call answered settings that cannot work: %w", where(m), err)
 	}
+	// The Spec call carries settings only; the event types a plugin
+	// produces or consumes come from its manifest's [[events]].
+	d.Spec.Events = m.Events
 	if d.Name == "" || m.File == "" {
 		d.Name = resp.Name
 	}
