@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -19,7 +20,7 @@ func newTopicCmd() *cobra.Command {
 	c := &conn{}
 	cmd := &cobra.Command{Use: "topic", Short: "Create, list, inspect and delete topics (STREAM and TOPIC are ids or names)"}
 	c.flags(cmd)
-	var maxSize, tombstones string
+	var maxSize, tombstones, segmentSize string
 	var compact bool
 	var update *cobra.Command
 	create := &cobra.Command{
@@ -42,6 +43,13 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 			if opts, err = compactOptions(opts, compact, tombstones, false); err != nil {
 				return err
 			}
+			if segmentSize != "" {
+				n, err := units.ParseSize(segmentSize)
+				if err != nil || n < 1<<20 || n > 1<<30 || n%512 != 0 {
+					return usageError{fmt.Errorf("--segment-size %q: want a multiple of 512 bytes from 1MiB to 1GiB", segmentSize)}
+				}
+				opts = append(opts, iggy.TopicSegmentSize(n))
+			}
 			t, err := cl.CreateTopic(ctx, iggy.ParseID(args[0]), args[1], uint32(partitions), opts...)
 			if err != nil {
 				return err
@@ -54,6 +62,8 @@ EXPIRY is how long messages are kept: a duration such as 1d, "2h 30m" or
 		}),
 	}
 	create.Flags().StringVarP(&maxSize, "max-topic-size", "m", "", `size limit, e.g. "10GB" (default unlimited)`)
+	create.Flags().StringVar(&segmentSize, "segment-size", "",
+		`size of one segment file, from 1MiB to 1GiB, e.g. "16MiB" (default 1GiB); compaction rewrites only sealed segments`)
 	create.Flags().BoolVar(&compact, "compact", false,
 		`a compacted topic (a Ferry broker's extension): sealed segments keep the latest message per key (the "key" header), deletion markers ("deleted" = true) for --compact-tombstone-retention, and messages without a key`)
 	create.Flags().StringVar(&tombstones, "compact-tombstone-retention", "",
@@ -213,6 +223,11 @@ func topicJSON(t iggy.TopicHeader) map[string]any {
 		"size_bytes": t.SizeBytes, "created_at": timeUS(t.CreatedAt)}
 	if v, ok := wire.Lookup(t.Explicit, wire.OptCompact); ok && v.Bool() {
 		m["compact"] = true // only on a compacted topic: other output unchanged
+	}
+	if v, ok := wire.Lookup(t.Explicit, wire.OptCompactTombstoneRetention); ok && v.Kind == wire.KindUint64 && len(v.Data) == 8 {
+		if us := binary.LittleEndian.Uint64(v.Data); us != 0 {
+			m["compact_tombstone_retention"] = expiryString(us) // 0 is the broker's default
+		}
 	}
 	return m
 }
