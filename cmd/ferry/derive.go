@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -395,6 +396,16 @@ func newDeriveDeleteCmd(f *apiFlags) *cobra.Command {
 	}
 }
 
+// viewSegment escapes s as one segment of a path: url.PathEscape, and a
+// key "." or ".." escaped too (%2E), since a server cleans those segments
+// out of a path before routing it.
+func viewSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
+}
+
 func newDeriveViewCmd(f *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "view NAME KEY",
@@ -411,7 +422,12 @@ func newDeriveViewCmd(f *apiFlags) *cobra.Command {
 			var body struct {
 				Value json.RawMessage `json:"value"`
 			}
-			if err := c.call(cmd.Context(), "GET", "/views/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, &body); err != nil {
+			if err := c.call(cmd.Context(), "GET", "/views/"+viewSegment(args[0])+"/"+viewSegment(args[1]), nil, &body); err != nil {
+				var e *apiError
+				if errors.As(err, &e) && e.Status == http.StatusNotFound && e.Code == "sink_not_found" {
+					// No such sink: say so by the name the user gave.
+					return fmt.Errorf("derived topic %s does not exist (ferry derive list shows them)", args[0])
+				}
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", body.Value)
