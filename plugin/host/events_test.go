@@ -189,3 +189,51 @@ func get(t *testing.T, url string) []byte {
 	}
 	return b
 }
+
+// A line-protocol plugin's settings are its manifest's; its [[events]]
+// reach the spec the registry resolves its path to, as a gRPC plugin's
+// do beside its Spec call's settings.
+func TestResolvedSpecCarriesTheManifestsEventTypes(t *testing.T) {
+	dir := t.TempDir()
+	m := filepath.Join(dir, "ferry-plugin.toml")
+	if err := os.WriteFile(m, []byte("name = \"sh\"\nkind = \"sink\"\ncommand = \"./sink.sh\"\ntransport = \"lines\"\n"+
+		"[[events]]\nname = \"line.read\"\nschema = { type = \"object\" }\ntopics = [\"app/lines\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info, ok, err := registry().Resolve("sink", "ferry-plugin.toml", dir)
+	if err != nil || !ok {
+		t.Fatalf("resolve: %v %v", ok, err)
+	}
+	if len(info.Spec.Events) != 1 || info.Spec.Events[0].Name != "line.read" || info.Spec.Events[0].Schema != `{"type":"object"}` ||
+		!info.Spec.Events[0].AppliesTo("app", "lines") || info.Spec.Events[0].AppliesTo("app", "other") {
+		t.Fatalf("spec events %+v", info.Spec.Events)
+	}
+}
+
+// The sink side: the example Go sink plugin's manifest declares the type
+// it consumes; the messages that do not match are dead-lettered with the
+// validation error and the plugin writes the others.
+func TestSinkPluginManifestDeclaresEventTypes(t *testing.T) {
+	srcBin, snkBin := build(t, "examples/plugins/go-source"), build(t, "examples/plugins/go-sink")
+	srcM := manifest(t, "go-source", "source", srcBin, nil, "[limits]\nmemory_limit = \"2GiB\"\n")
+	snkM := manifest(t, "go-sink", "sink", snkBin, nil, "[limits]\nmemory_limit = \"2GiB\"\n"+
+		"[[events]]\nname = \"line.read\"\nschema = '"+lineSchema+"'\n")
+	in, want := writeInput(t, 10)
+	out := filepath.Join(t.TempDir(), "out.txt")
+	snk := sinkFile(snkM, out, "") + "on_error = \"dead_letter\"\ndead_letter_topic = \"refused\"\n"
+	rt := connectortest.Start(t, map[string]string{"src.toml": sourceFile(srcM, in), "dst.toml": snk},
+		connectortest.WithRegistry(registry()))
+	var dead []string
+	connectortest.Eventually(t, "six lines written and four dead-lettered", func() bool {
+		dead = payloadsOf(rt.Messages(t, "s", "refused"))
+		return len(lines(t, out)) >= 6 && len(dead) >= 4
+	})
+	if got := lines(t, out); strings.Join(got, " ") != strings.Join(want[:6], " ") || strings.Join(dead, " ") != strings.Join(want[6:], " ") {
+		t.Fatalf("written %q, dead-lettered %q", got, dead)
+	}
+	for _, msg := range rt.Messages(t, "s", "refused") {
+		if v, ok := wire.Lookup(msg.Headers, runtime.HeaderDLQError); !ok || !strings.Contains(v.String(), `event type "line.read": at /n: maximum:`) {
+			t.Fatalf("dead letter %s: error header %q", msg.Payload, v.String())
+		}
+	}
+}
