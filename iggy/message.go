@@ -21,6 +21,10 @@ const KeyHeader = "key"
 // live's Target writes them, live's Map and compacted topics read them.
 const DeletedHeader = "deleted"
 
+// DeletedPayload is the payload of a deletion marker that has none of its
+// own: Iggy refuses an empty payload, so a marker carries the JSON null.
+const DeletedPayload = "null"
+
 // Message is one message: what a producer sends and a poll returns.
 type Message struct {
 	// ID is 16 opaque bytes, a UUID or a u128 in little-endian order. A

@@ -32,6 +32,10 @@ const (
 	// HeaderDLQSchema is the schema of a source's dead letter's payload:
 	// the polled batch's, before any conversion to the stream's.
 	HeaderDLQSchema = "ferry.dlq.schema"
+	// HeaderDLQEmptyPayload (bool true) marks the dead letter of a
+	// message whose payload was empty: Iggy stores none, so the letter
+	// carries the JSON null instead.
+	HeaderDLQEmptyPayload = "ferry.dlq.empty_payload"
 )
 
 // HeaderSourcePosition is a user header a source may set on a message to

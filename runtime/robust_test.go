@@ -58,12 +58,14 @@ func registerScript(t *testing.T, e *env, name string, src *scriptSource) {
 
 func TestCloseNeverRunsBesidePoll(t *testing.T) {
 	e := newEnv(t)
-	// The first batch cannot be delivered (an empty payload is refused), so
-	// the run ends while the poller is already in its next, slow Poll.
+	// The first batch cannot be delivered (an empty payload is refused, and
+	// on_error = "stop" does not dead-letter it), so the run ends while
+	// the poller is already in its next, slow Poll.
 	src := &scriptSource{pollDelay: 300 * time.Millisecond,
 		script: []*connector.Batch{{Schema: connector.SchemaJSON, Messages: []connector.Message{{Payload: nil}}}}}
 	registerScript(t, e, "script", src)
-	e.connector("bad", strings.Replace(strings.Replace(seqSourceTOML, "%s", "bad", 1), `path = "seq"`, `path = "script"`, 1))
+	toml := strings.Replace(strings.Replace(seqSourceTOML, "%s", "bad", 1), `path = "seq"`, `path = "script"`, 1)
+	e.connector("bad", strings.Replace(toml, `topic = "t"`, "topic = \"t\"\non_error = \"stop\"", 1))
 	rt := e.start()
 	eventually(t, "source in Error", func() bool {
 		i, _ := rt.Connector(connector.KindSource, "bad")

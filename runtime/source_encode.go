@@ -197,6 +197,9 @@ func (o *output) encode(i int, msgs []connector.Message, conv codec.Convert, sta
 		if err == nil {
 			err = applyKey(&o.cfg.StreamKey, &m) // source_key.go
 		}
+		if err == nil && len(m.Payload) == 0 {
+			keyedEmptyIsDeletion(&m)
+		}
 		if err == nil {
 			err = o.events.check(m.Headers, m.Payload)
 		}
@@ -259,6 +262,19 @@ func withoutPosition(h []connector.Header) []connector.Header {
 	return h
 }
 
+// keyedEmptyIsDeletion makes a keyed message with an empty payload (a
+// Kafka tombstone, say) the deletion marker of its key, by Ferry's key
+// convention (docs/keys.md): the payload iggy.DeletedPayload and
+// iggy.DeletedHeader = true. Iggy refuses empty payloads, so an unkeyed
+// one is dead-lettered instead (deadLetterOf).
+func keyedEmptyIsDeletion(m *iggy.Message) {
+	if _, keyed := m.Key(); !keyed {
+		return
+	}
+	m.Payload = []byte(iggy.DeletedPayload)
+	m.Headers = header.Set(m.Headers, iggy.DeletedHeader, header.BoolValue(true))
+}
+
 // refused says why Iggy would refuse m (iggy.PrepareMessages's checks of
 // one message: an empty or oversized payload, bad or oversized headers),
 // or nil. m is not changed.
@@ -288,13 +304,20 @@ func (r *sourceRun) deadLetterOf(d *delivery, rj rejection, st stamp, now connec
 	if rj.index >= len(d.msgs) {
 		schema = d.failed[rj.index-len(d.msgs)].schema
 	}
-	dl, err := letter(&m, []connector.Header{
+	ours := []connector.Header{
 		connector.StringHeader(HeaderDLQStream, o.cfg.Stream),
 		connector.StringHeader(HeaderDLQTopic, o.cfg.Topic),
 		header.New(HeaderDLQSourceIndex, header.Uint32Value(uint32(d.sourceIndex(rj.index)))),
 		connector.StringHeader(HeaderDLQSchema, string(schema)),
 		dlqError(rj.err), o.dlq.connectorHeader(), now,
-	})
+	}
+	if len(m.Payload) == 0 {
+		// Iggy stores no empty payload, not even as a dead letter: the
+		// letter says so and carries the JSON null.
+		m.Payload = []byte(iggy.DeletedPayload)
+		ours = append(ours, header.New(HeaderDLQEmptyPayload, header.BoolValue(true)))
+	}
+	dl, err := letter(&m, ours)
 	if err == nil {
 		err = refused(dl)
 	}
@@ -388,6 +411,9 @@ func (r *sourceRun) route(e *encoded, i int, msgs []connector.Message, conv code
 		m, err := toIggy(&msgs[j], conv)
 		if err == nil {
 			err = applyKey(&o.cfg.StreamKey, &m) // source_key.go
+		}
+		if err == nil && len(m.Payload) == 0 {
+			keyedEmptyIsDeletion(&m)
 		}
 		if err == nil {
 			err = refused(m)

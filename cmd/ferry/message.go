@@ -26,9 +26,6 @@ func newMessageCmd() *cobra.Command {
 	return cmd
 }
 
-// TombstonePayload is the payload of a deletion marker sent without one:
-// Iggy refuses an empty payload, so a marker carries the JSON null.
-const TombstonePayload = "null"
 
 func newSendCmd(c *conn) *cobra.Command {
 	var partition int64
@@ -69,7 +66,7 @@ MESSAGE, or "null" when none is given (Iggy refuses an empty payload).`,
 		case deleted && len(payloads) > 1:
 			return usageError{errors.New("--deleted sends one deletion marker: give at most one MESSAGE")}
 		case deleted && len(payloads) == 0:
-			payloads = []string{TombstonePayload}
+			payloads = []string{iggy.DeletedPayload}
 		case len(payloads) == 0:
 			if payloads, err = readLines(cmd.InOrStdin()); err != nil {
 				return err

@@ -46,7 +46,7 @@ func TestSendKey(t *testing.T) {
 		require.Equal(t, "customer-7", m.Key, "message %d", i)
 		require.Equal(t, i == 2, m.Deleted, "message %d", i)
 	}
-	require.Equal(t, TombstonePayload, polled.Messages[2].Payload)
+	require.Equal(t, iggy.DeletedPayload, polled.Messages[2].Payload)
 
 	text := run("message", "poll", "keys", "t", p)
 	lines := strings.Split(strings.TrimSpace(text), "\n")
