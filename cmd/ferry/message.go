@@ -26,7 +26,6 @@ func newMessageCmd() *cobra.Command {
 	return cmd
 }
 
-
 func newSendCmd(c *conn) *cobra.Command {
 	var partition int64
 	var key, keyHex string
