@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,10 @@ const MaxPayloadSize = 64_000_000
 // The payloads and headers are copied into the request; msgs may be
 // reused once SendMessages returns. A send is at-least-once: after a
 // connection failure the batch may or may not have been committed.
+// Messages whose origin timestamps span more than MaxTimestampSpread go
+// as several batches, one request each, in order (the confirmation is
+// the last one's); after an error the batches before the failing one
+// are stored.
 func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, p Partitioning, msgs []Message) (SendConfirmation, error) {
 	const cmd = wire.CmdSendMessages
 	if err := checkIDs(cmd, stream, topic); err != nil {
@@ -51,12 +56,47 @@ func (c *Client) SendMessages(ctx context.Context, stream, topic Identifier, p P
 	if err != nil {
 		return SendConfirmation{}, err
 	}
+	var conf SendConfirmation
+	for len(msgs) > 0 {
+		n := withinTimestampSpread(msgs)
+		if conf, err = c.sendBatch(ctx, stream, topic, rp, msgs[:n]); err != nil {
+			return SendConfirmation{}, err
+		}
+		msgs = msgs[n:]
+	}
+	return conf, nil
+}
+
+// MaxTimestampSpread is the most a batch's origin timestamps may differ:
+// the protocol gives each message its time as a 32-bit µs delta from the
+// batch's earliest (about 71.6 minutes). SendMessages sends messages that
+// span more as several batches, in order.
+const MaxTimestampSpread = math.MaxUint32 * time.Microsecond
+
+// withinTimestampSpread is how many of msgs, from the first, one batch
+// can carry: their origin timestamps within MaxTimestampSpread of each
+// other.
+func withinTimestampSpread(msgs []Message) int {
+	lo, hi := msgs[0].OriginTimestamp.UnixMicro(), msgs[0].OriginTimestamp.UnixMicro()
+	for i := 1; i < len(msgs); i++ {
+		t := msgs[i].OriginTimestamp.UnixMicro()
+		lo, hi = min(lo, t), max(hi, t)
+		if hi-lo > math.MaxUint32 {
+			return i
+		}
+	}
+	return len(msgs)
+}
+
+// sendBatch sends prepared msgs, one batch, to the resolved partition rp.
+func (c *Client) sendBatch(ctx context.Context, stream, topic Identifier, rp Partitioning, msgs []Message) (SendConfirmation, error) {
+	const cmd = wire.CmdSendMessages
 	frames := getWire(len(msgs))
 	defer putWire(frames)
 	toWire(frames, msgs)
 	var conf SendConfirmation
 	s := sendState{stream: stream, topic: topic, p: rp, msgs: msgs, frames: frames, conf: &conf}
-	err = c.do(ctx, cmd, s.encode, s.decode)
+	err := c.do(ctx, cmd, s.encode, s.decode)
 	if err != nil {
 		if errorIsAny(err, ErrPartitionNotFound, ErrResourceNotFound) {
 			c.parts.invalidate()

@@ -334,3 +334,29 @@ func TestSendValidation(t *testing.T) {
 	require.ErrorContains(t, err, "frame limit")
 	require.NoError(t, c.Ping(ctx))
 }
+
+// Messages whose origin timestamps span more than MaxTimestampSpread are
+// sent as several batches, in order, each keeping its timestamp.
+func TestSendMessagesSpanningHours(t *testing.T) {
+	b := startBroker(t)
+	c := dial(t, b.Addr())
+	s, tp := newTopic(t, c, 1)
+	t0 := time.UnixMicro(1_700_000_000_000_000)
+	stamps := []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Hour), t0.Add(time.Hour), t0.Add(5 * time.Hour), t0.Add(5*time.Hour + time.Second)}
+	msgs := make([]iggy.Message, len(stamps))
+	for i, ts := range stamps {
+		msgs[i] = iggy.Message{Payload: fmt.Appendf(nil, "m%d", i), OriginTimestamp: ts}
+	}
+	conf, err := c.SendMessages(testCtx(t), s, tp, iggy.ToPartition(0), msgs)
+	require.NoError(t, err)
+	require.Equal(t, uint32(0), conf.Partition)
+	r, err := c.PollMessages(testCtx(t), iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NumericID(1)), Stream: s, Topic: tp,
+		Partition: iggy.Partition(0), Strategy: iggy.First(), Count: 10})
+	require.NoError(t, err)
+	require.Len(t, r.Messages, len(stamps))
+	for i, m := range r.Messages {
+		require.Equal(t, uint64(i), m.Offset)
+		require.Equal(t, fmt.Sprintf("m%d", i), string(m.Payload))
+		require.True(t, stamps[i].Equal(m.OriginTimestamp), "message %d: origin %s, want %s", i, m.OriginTimestamp, stamps[i])
+	}
+}

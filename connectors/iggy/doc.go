@@ -37,13 +37,11 @@
 // checked when the file is read; a stream or topic that is a decimal
 // number without leading zeros is a numeric id ("007" is a name).
 //
-// Known limit: Iggy's batch format holds each message's origin timestamp
-// as a 32-bit µs offset from the batch's first, so one send cannot carry
-// messages more than about 71.6 minutes apart, and the runtime's producer
-// does not yet split such a batch: when the messages of one batch lie
-// further apart than that (the backlog of a quiet topic, written over
-// hours), the source stops there, retrying that batch
-// (TestOriginTimestampsHoursApart, skipped until the producer splits).
+// Iggy's batch format holds each message's origin timestamp as a 32-bit
+// µs offset from the batch's earliest, so messages more than about 71.6
+// minutes apart (the backlog of a quiet topic, written over hours) cannot
+// share a batch: iggy.Client.SendMessages sends them as several, in order
+// (TestOriginTimestampsHoursApart).
 //
 // Tested against brokers of this repository, the stand-in for Iggy
 // servers here: in-process (broker/brokertest) for the conformance suite,

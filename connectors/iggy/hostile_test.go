@@ -218,16 +218,10 @@ func TestBadNamesNameTheKey(t *testing.T) {
 // timestamp (as any producer's messages are when it sends them over an
 // afternoon): both are replicated, timestamps kept.
 //
-// Skipped: a known bug outside this package. The runtime hands the two
-// to one iggy.Producer batch, and iggy/wire.AppendBatch refuses a batch
-// whose origin timestamps span more than MaxUint32 µs (about 71.6
-// minutes, the frame's u32 timestamp delta) with
-// InvalidMessageTimestampDelta; the Producer does not split such a batch,
-// so the source fails and restarts on the same batch forever. The fix
-// belongs in iggy.Producer (cut a batch where the span would pass the
-// limit); remove the Skip, and the known limit in doc.go, with it.
+// Iggy's batch gives each message's origin timestamp as a 32-bit µs delta
+// from the batch's earliest (about 71.6 minutes): iggy.Client.SendMessages
+// sends messages further apart than that as several batches.
 func TestOriginTimestampsHoursApart(t *testing.T) {
-	t.Skip("known bug: iggy.Producer sends origin timestamps more than 71.6 minutes apart in one batch, which wire.AppendBatch refuses")
 	o := newOrigin(t)
 	first := time.UnixMicro(1_700_000_000_000_000)
 	for _, ts := range []time.Time{first, first.Add(2 * time.Hour)} {
