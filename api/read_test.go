@@ -343,8 +343,9 @@ func TestStatsAndMetrics(t *testing.T) {
 
 		out := byKey["out"]
 		require.ElementsMatch(t, []string{"key", "name", "connector_type", "version", "version_semver", "status", "enabled",
-			"messages_consumed", "messages_processed", "messages_filtered", "errors", "messages_dead_lettered"}, keys(out))
+			"messages_consumed", "messages_processed", "messages_filtered", "errors", "messages_dead_lettered", "lag", "lag_total"}, keys(out))
 		require.Equal(t, "sink", out["connector_type"])
+		require.GreaterOrEqual(t, out["lag_total"], float64(0), "Ferry: what the sink's group has not committed")
 		require.Greater(t, out["messages_consumed"], float64(0))
 		require.Greater(t, out["messages_processed"], float64(0))
 		require.Equal(t, float64(0), out["errors"])
