@@ -440,3 +440,22 @@ func TestIggyEmbedded(t *testing.T) {
 		require.Equal(t, want, Iggy{Address: addr}.Embedded(), addr)
 	}
 }
+
+// The production example (examples/deploy) loads: an Iggy server over TLS
+// as a limited user, secrets from the environment.
+func TestDeployExample(t *testing.T) {
+	t.Parallel()
+	rt, err := Load("../examples/deploy/config.toml", WithEnv(MapEnv(map[string]string{
+		"IGGY_CONNECTORS_IGGY_PASSWORD": "s3cret", "IGGY_CONNECTORS_HTTP_API_KEY": "k3y"})))
+	require.NoError(t, err)
+	require.False(t, rt.Iggy.Embedded())
+	require.Equal(t, "iggy.internal:8090", rt.Iggy.Address)
+	require.Equal(t, "ferry", rt.Iggy.Username)
+	require.Equal(t, "s3cret", rt.Iggy.Password)
+	require.Equal(t, IggyTLS{Enabled: true, CAFile: "/etc/ferry/iggy-ca.pem", Domain: "iggy.internal"}, rt.Iggy.TLS)
+	require.False(t, rt.Iggy.CreateMissing)
+	require.Equal(t, "/var/lib/ferry", rt.State.Path)
+	require.Equal(t, "/etc/ferry/connectors", rt.Connectors.ConfigDir)
+	require.Equal(t, "127.0.0.1:8081", rt.HTTP.Address)
+	require.Equal(t, "k3y", rt.HTTP.APIKey)
+}
