@@ -2,15 +2,8 @@ package broker_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"math/big"
-	"net"
 	"testing"
 	"time"
 
@@ -18,6 +11,7 @@ import (
 	"github.com/ferryhq/ferry/broker/brokertest"
 	"github.com/ferryhq/ferry/broker/internal/rawclient"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/tlstest"
 	"github.com/stretchr/testify/require"
 	"github.com/zeebo/xxh3"
 )
@@ -290,7 +284,8 @@ func TestMalformedFramesCloseOnlyThatConnection(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	cert, pool := selfSigned(t)
+	tc := tlstest.SelfSigned(t)
+	cert, pool := tc.TLS, tc.Pool
 	b := brokertest.Start(t, brokertest.Config(func(c *broker.Config) {
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}))
@@ -309,27 +304,6 @@ func TestTLS(t *testing.T) {
 	defer plain.Close()
 	_, err = plain.Login("iggy", "iggy")
 	require.Error(t, err, "plain TCP must not get through a TLS listener")
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	leaf, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
 func TestClientsAndStats(t *testing.T) {

@@ -3,17 +3,11 @@ package iggy_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,6 +21,7 @@ import (
 	"github.com/ferryhq/ferry/broker"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/iggy/wire"
+	"github.com/ferryhq/ferry/internal/tlstest"
 )
 
 // silentListener accepts connections and never answers: a real TCP peer
@@ -395,7 +390,8 @@ func TestCredentialsNeverShown(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	t.Parallel()
-	certPEM, serverCert := selfSigned(t)
+	tc := tlstest.SelfSigned(t)
+	certPEM, serverCert := tc.CertPEM, tc.TLS
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
 	require.NoError(t, os.WriteFile(caFile, certPEM, 0o600))
 	b := startBrokerWith(t, broker.Config{TLS: &tls.Config{Certificates: []tls.Certificate{serverCert}}})
@@ -438,32 +434,6 @@ func TestTLS(t *testing.T) {
 }
 
 // selfSigned returns a self-signed certificate for localhost and 127.0.0.1.
-func selfSigned(t *testing.T) ([]byte, tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "localhost"},
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	require.NoError(t, err)
-	return certPEM, cert
-}
-
 func TestClosedClient(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
