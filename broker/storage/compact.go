@@ -59,7 +59,10 @@ type latest struct {
 type compactState struct {
 	doneNext uint64 // NextOffset when the last pass finished; 0: none
 	purges   uint64 // l.purges then
-	tombDue  uint64 // µs when the earliest kept deletion marker expires; 0: none
+	// tombOldest is the append time (µs) of the oldest deletion marker
+	// kept; 0: none. It expires at tombOldest plus the retention of the
+	// pass that asks, so a retention made shorter applies at once.
+	tombOldest uint64
 }
 
 // Compact implements Log. It serializes with other Compact calls only:
@@ -91,7 +94,7 @@ func (l *partitionLog) Compact(ctx context.Context, o CompactOptions) (CompactSt
 	next, purges := l.next.Load(), l.purges
 	l.mu.RUnlock()
 	cs := &l.compact
-	if next == cs.doneNext && purges == cs.purges && (cs.tombDue == 0 || cs.tombDue > nowUS) {
+	if next == cs.doneNext && purges == cs.purges && (cs.tombOldest == 0 || cs.tombOldest+retention > nowUS) {
 		st.Skipped = true
 		return st, nil
 	}
@@ -115,10 +118,10 @@ func (l *partitionLog) Compact(ctx context.Context, o CompactOptions) (CompactSt
 		}
 	}
 	st.Keys = len(keys)
-	var tombDue uint64
+	var tombOldest uint64
 	due := func(ts uint64) {
-		if d := ts + retention; tombDue == 0 || d < tombDue {
-			tombDue = d
+		if tombOldest == 0 || ts < tombOldest {
+			tombOldest = max(ts, 1)
 		}
 	}
 	// Oldest first, stopping at the first failure: a deletion marker is
@@ -141,7 +144,7 @@ func (l *partitionLog) Compact(ctx context.Context, o CompactOptions) (CompactSt
 			due(k.ts)
 		}
 	}
-	*cs = compactState{doneNext: next, purges: purges, tombDue: tombDue}
+	*cs = compactState{doneNext: next, purges: purges, tombOldest: tombOldest}
 	return st, nil
 }
 
