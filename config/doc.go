@@ -26,7 +26,8 @@
 //	                  [http.metrics] enabled, endpoint, [http.tls] enabled,
 //	                  cert_file, key_file
 //	[telemetry]       enabled, service_name, [telemetry.logs] / [telemetry.traces]
-//	                  transport ("grpc" | "http"), endpoint
+//	                  transport ("grpc" | "http"), endpoint; exported by
+//	                  package telemetry (traces, logs and metrics over OTLP)
 //	[logging]         format ("text" | "json")
 //
 // Defaults are upstream's (http.address "127.0.0.1:8081", state.path
@@ -41,6 +42,9 @@
 //   - iggy.create_missing (bool, default false) creates the streams and
 //     topics that connectors name.
 //   - logging.level ("debug" | "info" | "warn" | "error", default "info").
+//   - [telemetry.metrics] transport, endpoint (default: [telemetry.traces]'
+//     transport and endpoint) and interval (default "60s"): the runtime's
+//     Prometheus metrics exported through OTLP as well.
 //   - A sink's [[streams]] takes delivery keys: max_retries (default 3),
 //     retry_backoff ("100ms"), max_retry_backoff ("10s"), on_error
 //     ("stop", the default, or "dead_letter"), dead_letter_stream (default:

@@ -197,6 +197,18 @@ type Telemetry struct {
 	ServiceName string          `toml:"service_name"`
 	Logs        TelemetryTarget `toml:"logs"`
 	Traces      TelemetryTarget `toml:"traces"`
+	// Metrics (Ferry extension; upstream exports no metrics through OTLP).
+	Metrics TelemetryMetrics `toml:"metrics"`
+}
+
+// TelemetryMetrics is [telemetry.metrics] (Ferry extension): where the
+// runtime's metrics are exported through OTLP, besides Prometheus. An
+// empty endpoint means [telemetry.traces]' transport and endpoint.
+type TelemetryMetrics struct {
+	Transport Transport `toml:"transport"`
+	Endpoint  string    `toml:"endpoint"`
+	// Interval between exports; 0 means 60s.
+	Interval time.Duration `toml:"interval"`
 }
 
 // TelemetryTarget is [telemetry.logs] or [telemetry.traces].

@@ -17,6 +17,7 @@ import (
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/state"
+	"github.com/ferryhq/ferry/telemetry"
 )
 
 // Options tune a Runtime. The zero value is usable.
@@ -47,6 +48,7 @@ type Runtime struct {
 	provider config.Provider
 	events   *events // the runtime's events (events.go); nil before Start
 	lag      lagCache
+	tel      *telemetry.Telemetry // OpenTelemetry export; nil when [telemetry] is off
 
 	mu         sync.Mutex
 	connectors map[connector.Kind]map[string]*managed
@@ -72,6 +74,10 @@ func New(cfg *config.Runtime, opts Options) (*Runtime, error) {
 	r.metrics.registry.MustRegister(newLagCollector(r))
 	return r, nil
 }
+
+// Logger is the runtime's logger: Options.Logger, and after Start with
+// [telemetry] enabled, OTLP as well.
+func (r *Runtime) Logger() *slog.Logger { return r.log }
 
 // Metrics returns the runtime's metrics.
 func (r *Runtime) Metrics() *Metrics { return r.metrics }
@@ -101,14 +107,14 @@ func (r *Runtime) StartedAt() time.Time { return r.started }
 // when the runtime as a whole cannot run, and then undoes what it started.
 func (r *Runtime) Start(ctx context.Context) (err error) {
 	r.started = time.Now()
-	if r.cfg.Telemetry.Enabled {
-		r.log.Warn("[telemetry] is not supported by Ferry yet and is ignored; use the Prometheus metrics at [http.metrics]")
-	}
 	defer func() {
 		if err != nil {
 			r.closeResources()
 		}
 	}()
+	if err := r.startTelemetry(ctx); err != nil {
+		return err
+	}
 	// The provider first: a missing config_dir stops the start before
 	// anything is created or listened on.
 	if r.provider, err = config.NewProvider(r.cfg, r.opts.ConfigOptions...); err != nil {
@@ -158,7 +164,7 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 func (r *Runtime) add(kind connector.Kind, key string, cfg *config.Connector) *managed {
 	m := &managed{rt: r, kind: kind, key: key, cfg: cfg, status: StatusStopped,
 		log:     r.log.With("connector_type", string(kind), "connector_key", key),
-		metrics: r.metrics.forConnector(kind, key)}
+		metrics: r.metrics.forConnector(kind, key), tr: r.tracerFor(kind, key)}
 	r.mu.Lock()
 	r.connectors[kind][key] = m
 	n := len(r.connectors[kind])
@@ -529,7 +535,8 @@ func (r *Runtime) Stop(ctx context.Context) error {
 }
 
 func (r *Runtime) closeResources() {
-	r.events.close() // before the broker: what is queued is sent
+	r.events.close()        // before the broker: what is queued is sent
+	defer r.stopTelemetry() // last: what the rest logs while closing is sent
 	if r.admin != nil {
 		r.admin.Close()
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/ferryhq/ferry/transform"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // sinkRun is one run of a sink pipeline.
@@ -125,6 +127,9 @@ type member struct {
 	ffi    time.Duration // time inside Consume for the batch being handled
 	codec  codec.Codec   // the stream's schema
 	events *eventCheck   // the stream's declared event types; nil for none
+	// pollStart and pollEnd time the poll of the batch being handled,
+	// while tracing.
+	pollStart, pollEnd time.Time
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
@@ -175,7 +180,14 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 
 	retry := newRetry()
 	for {
+		var pollStart time.Time
+		if m.tr != nil {
+			pollStart = time.Now()
+		}
 		b, err := gc.Poll(ctx)
+		if m.tr != nil {
+			mem.pollStart, mem.pollEnd = pollStart, time.Now()
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -205,6 +217,17 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 // handle decodes, transforms and writes one polled batch, dead-letters
 // what cannot be written (by policy), and commits the offset.
 func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
+	if mem.r.m.tr == nil {
+		return mem.handleBatch(ctx, b)
+	}
+	ctx, root := mem.startBatch(ctx, b)
+	err := mem.handleBatch(ctx, b)
+	endSpan(root, err)
+	return err
+}
+
+// handleBatch is handle, within the batch span in ctx while tracing.
+func (mem *member) handleBatch(ctx context.Context, b *iggy.Batch) error {
 	m := mem.r.m
 	start := time.Now()
 	mem.ffi = 0
@@ -245,10 +268,17 @@ func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
 			return err
 		}
 	}
-	if err := mem.r.keyed.commit(ctx, tx, mem.cs.Stream, mem.topic, b.Partition, b.LastOffset()); err != nil {
-		return err
+	var span trace.Span
+	if m.tr != nil {
+		span = m.tr.child(ctx, spanSinkCommit, trace.WithAttributes(attrPartition.Int64(int64(b.Partition)),
+			attribute.Int64("iggy.offset", int64(b.LastOffset()))))
 	}
-	if err := mem.commit(ctx, b); err != nil {
+	err = mem.r.keyed.commit(ctx, tx, mem.cs.Stream, mem.topic, b.Partition, b.LastOffset())
+	if err == nil {
+		err = mem.commit(ctx, b)
+	}
+	endSpan(span, err)
+	if err != nil {
 		return err
 	}
 	m.metrics.observe(stageTotal, start)
@@ -363,8 +393,16 @@ func (mem *member) prepare(ctx context.Context, tx *transform.Tx, b *iggy.Batch)
 		}
 	}
 	m.metrics.observe(stageDecode, decodeStart)
+	if m.tr != nil {
+		m.tr.timed(ctx, spanSinkDecode, decodeStart, time.Now(), attrMessages.Int(len(b.Messages)),
+			attribute.Int("ferry.failed_count", len(failed)))
+	}
 	if len(mem.r.chain) == 0 {
 		return out, failed
+	}
+	if m.tr != nil {
+		span := m.tr.child(ctx, spanSinkTransforms, trace.WithAttributes(attrMessages.Int(len(out.Messages))))
+		defer endSpan(span, nil)
 	}
 	if toJSON || mem.codec.Schema() == connector.SchemaJSON {
 		ctx = transform.CheckedJSON(ctx) // decoding checked (or made) every JSON payload
@@ -398,6 +436,12 @@ func (mem *member) consume(ctx context.Context, b *connector.SinkBatch) error {
 		mem.r.m.metrics.observe(stageFFI, start)
 		mem.ffi += time.Since(start)
 	}()
+	if tr := mem.r.m.tr; tr != nil {
+		span := tr.child(ctx, spanSinkConsume, trace.WithAttributes(attrMessages.Int(len(b.Messages))))
+		err := safely(func() error { return mem.r.sink.Consume(ctx, b) })
+		endSpan(span, err)
+		return err
+	}
 	return safely(func() error { return mem.r.sink.Consume(ctx, b) })
 }
 

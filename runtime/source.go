@@ -18,6 +18,7 @@ import (
 	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/ferryhq/ferry/state"
 	"github.com/ferryhq/ferry/transform"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Retry backoff for a source's batch that failed to send or save, and
@@ -56,6 +57,7 @@ type sourceRun struct {
 	// batch besides its messages, for the deliverer.
 	preparedMu sync.Mutex
 	prepared   map[*connector.Batch]preparation
+	times      map[*connector.Batch]polledTimes // while tracing (tracing.go)
 	// client is the run's connection to Iggy; routes are the topics
 	// messages were routed to (Message.Route), by stream and topic.
 	client *iggy.Client
@@ -287,6 +289,7 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 			continue
 		}
 		r.m.metrics.produced.Add(float64(len(b.Messages)))
+		pollStart := start
 		start = time.Now()
 		for retry := newRetry(); ; {
 			err := r.prepare(ctx, b)
@@ -306,6 +309,9 @@ func (r *sourceRun) poll(ctx context.Context, out chan<- *connector.Batch) error
 		}
 		r.m.metrics.observe(stagePrepare, start)
 		r.prepareNS.Add(int64(time.Since(start)))
+		if r.m.tr != nil {
+			r.keepTimes(b, polledTimes{pollStart: pollStart, pollEnd: start, prepareEnd: time.Now()})
+		}
 		select {
 		case out <- b:
 		case <-ctx.Done():
@@ -424,6 +430,17 @@ func schemaOf(b *connector.Batch) connector.Schema {
 // server refuses) ends the run with that error, so the connector shows
 // it and restarts from its saved state.
 func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) error {
+	if r.m.tr == nil {
+		return r.deliverBatches(ctx, batches)
+	}
+	ctx, root := r.startBatch(ctx, batches)
+	err := r.deliverBatches(ctx, batches)
+	endSpan(root, err)
+	return err
+}
+
+// deliverBatches is deliver, within the batch span in ctx while tracing.
+func (r *sourceRun) deliverBatches(ctx context.Context, batches []*connector.Batch) error {
 	start := time.Now()
 	d := &delivery{}
 	var st []byte
@@ -451,6 +468,9 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	if err != nil {
 		return err
 	}
+	if r.m.tr != nil {
+		withTraceparent(ctx, e)
+	}
 	source := st
 	if st, err = r.withKeyedState(st, txs); err != nil {
 		return err
@@ -461,16 +481,25 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 	var sendTime, saveTime time.Duration
 	for {
 		t0 := time.Now()
+		var span trace.Span
+		if r.m.tr != nil {
+			span = r.m.tr.child(ctx, spanSourceSend, trace.WithAttributes(attrMessages.Int(len(d.msgs))))
+		}
 		err := r.send(ctx, e, sent)
+		endSpan(span, err)
 		sendTime += time.Since(t0)
 		if err == nil && !saved {
 			t0 = time.Now()
+			if r.m.tr != nil {
+				span = r.m.tr.child(ctx, spanSourceStateSave)
+			}
 			if err = r.saveState(ctx, st); err == nil {
 				saved = true
 				if source != nil {
 					r.sourceState = source
 				}
 			}
+			endSpan(span, err)
 			saveTime += time.Since(t0)
 		}
 		if err == nil {
@@ -494,9 +523,14 @@ func (r *sourceRun) deliver(ctx context.Context, batches []*connector.Batch) err
 		}
 	}
 	r.logDeadLetters(d, e)
+	var span trace.Span
+	if r.m.tr != nil && r.acker != nil {
+		span = r.m.tr.child(ctx, spanSourceAck)
+	}
 	for _, b := range batches {
 		r.ack(ctx, b)
 	}
+	endSpan(span, nil)
 	r.m.metrics.observe(stageTotal, start)
 	r.report(len(d.msgs), e, r.prepareNS.Swap(0), sendTime, saveTime, time.Since(start))
 	return nil

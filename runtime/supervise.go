@@ -67,6 +67,7 @@ type managed struct {
 	key     string
 	log     *slog.Logger
 	metrics *connectorMetrics
+	tr      *tracer // nil when telemetry is off (tracing.go)
 
 	restartMu sync.Mutex // serialises Restart and Stop of this connector
 

@@ -65,10 +65,27 @@ ferretdb_server() { # ferretdb_server VERSION
   ) >"$dir.log" 2>&1 &
   GO_SERVER_BUILDS+=($!)
 }
+# The OpenTelemetry Collector of package telemetry's tests (otlp receiver,
+# file exporter): a module of its own in internal/servertest/otelcol,
+# outside the main one, at collector v0.161.0 / contrib v0.161.0; built
+# with go build in its directory, cached by version and by a hash of its
+# files (a change to them builds it again).
+otelcol_server() { # otelcol_server VERSION
+  local src=internal/servertest/otelcol sum dir
+  sum=$(cat "$src/go.mod" "$src/go.sum" "$src"/*.go | sha256sum | cut -c1-12)
+  dir="$SRV_CACHE/ferry-otelcol-$1-$sum"
+  export FERRY_OTELCOL_SERVER="$dir/ferry-otelcol" FERRY_REQUIRE_OTELCOL=1
+  [ -x "$dir/ferry-otelcol" ] && return 0
+  echo "== building ferry-otelcol $1 (go build in $src)"
+  mkdir -p "$dir"
+  ( cd "$src" && GOFLAGS=-buildvcs=false go build -o "$dir.tmp" . && mv "$dir.tmp" "$dir/ferry-otelcol" ) >"$dir.log" 2>&1 &
+  GO_SERVER_BUILDS+=($!)
+}
 SRV_DIR_BUILD=$(mktemp -d /tmp/ferry-srvbuild.XXXXXX)
 go_server VERSITYGW github.com/versity/versitygw/cmd/versitygw@v1.8.0; SERVERS+=(s3)
 go_server INFLUXD github.com/influxdata/influxdb/cmd/influxd@v1.8.10; SERVERS+=(influxdb)
 ferretdb_server v1.24.2; SERVERS+=(mongodb)
+otelcol_server v0.161.0
 if ! command -v rabbitmq-server >/dev/null 2>&1 && [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
   echo "== installing RabbitMQ (apt-get install rabbitmq-server)"
   apt_install rabbitmq-server

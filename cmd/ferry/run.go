@@ -50,6 +50,7 @@ address (or address = "embedded"), Ferry starts its embedded broker.`,
 			if err := rt.Start(cmd.Context()); err != nil {
 				return err
 			}
+			log = rt.Logger() // with [telemetry] enabled, to OTLP as well
 			log.Info("runtime started", "iggy", rt.IggyAddress())
 			srv, stopAPI, err := startAPI(cmd.Context(), rt, cfg, log)
 			if err != nil {
