@@ -121,18 +121,33 @@ func (e *CrashEnv) Kill(cmd *exec.Cmd) {
 	e.Kills++
 }
 
-// KillLoop kills the runtime (cmd, or a new one) at random moments,
-// rounds times, then starts it for good and returns it. progress reports
-// how much was delivered and how much there was to deliver; at least one
-// kill must land mid-stream, or the test proves nothing.
+// KillLoop kills the runtime (cmd, or a new one) rounds times, then
+// starts it for good and returns it. progress reports how much was
+// delivered and how much there was to deliver; at least one kill must
+// land mid-stream, or the test proves nothing. Odd rounds kill at a
+// random moment 0.4 to 1.3 s after the start (during a start, too);
+// even rounds wait until the new process has delivered something (up to
+// 20 s: a loaded machine, a race-built child, a consumer group to join)
+// and kill within 0.4 s of that, so kills land mid-stream however slowly
+// the process starts.
 func (e *CrashEnv) KillLoop(cmd *exec.Cmd, rounds int, progress func() (delivered, offered int)) *exec.Cmd {
 	e.t.Helper()
 	midStream := 0
 	for round := 0; round < rounds; round++ {
+		before, _ := progress()
 		if cmd == nil {
 			cmd = e.Start()
 		}
-		time.Sleep(time.Duration(400+rand.IntN(900)) * time.Millisecond)
+		if round%2 == 0 {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if d, offered := progress(); d > before || d >= offered {
+					break
+				}
+			}
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Millisecond)
+		} else {
+			time.Sleep(time.Duration(400+rand.IntN(900)) * time.Millisecond)
+		}
 		e.Kill(cmd)
 		cmd = nil
 		delivered, offered := progress()
