@@ -127,9 +127,6 @@ type member struct {
 	ffi    time.Duration // time inside Consume for the batch being handled
 	codec  codec.Codec   // the stream's schema
 	events *eventCheck   // the stream's declared event types; nil for none
-	// pollStart and pollEnd time the poll of the batch being handled,
-	// while tracing.
-	pollStart, pollEnd time.Time
 }
 
 // consume polls one stream/topic until ctx ends or delivery fails for good.
@@ -185,9 +182,6 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 			pollStart = time.Now()
 		}
 		b, err := gc.Poll(ctx)
-		if m.tr != nil {
-			mem.pollStart, mem.pollEnd = pollStart, time.Now()
-		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -205,7 +199,7 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 		}
 		retry.Reset()
 		m.metrics.consumed.Add(float64(len(b.Messages)))
-		if err := mem.handle(workCtx, b); err != nil {
+		if err := mem.handle(workCtx, b, pollStart); err != nil {
 			if workCtx.Err() != nil {
 				return nil // stopped mid-batch: not committed, so it is read again
 			}
@@ -216,11 +210,11 @@ func (r *sinkRun) consume(ctx context.Context, cs config.ConsumerStream, c codec
 
 // handle decodes, transforms and writes one polled batch, dead-letters
 // what cannot be written (by policy), and commits the offset.
-func (mem *member) handle(ctx context.Context, b *iggy.Batch) error {
+func (mem *member) handle(ctx context.Context, b *iggy.Batch, pollStart time.Time) error {
 	if mem.r.m.tr == nil {
 		return mem.handleBatch(ctx, b)
 	}
-	ctx, root := mem.startBatch(ctx, b)
+	ctx, root := mem.startBatch(ctx, b, pollStart, time.Now())
 	err := mem.handleBatch(ctx, b)
 	endSpan(root, err)
 	return err

@@ -14,6 +14,7 @@ import (
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/backoff"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Delivery in lanes: ordering = "key" and "none" (config.OrderKey,
@@ -212,6 +213,10 @@ func (ls *laneSet) poll(ctx, workCtx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		var pollStart time.Time
+		if m.tr != nil {
+			pollStart = time.Now()
+		}
 		b, err := mem.gc.Poll(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -228,7 +233,14 @@ func (ls *laneSet) poll(ctx, workCtx context.Context) error {
 		}
 		retry.Reset()
 		m.metrics.consumed.Add(float64(len(b.Messages)))
-		if err := ls.add(workCtx, b); err != nil {
+		addCtx := workCtx
+		var root trace.Span
+		if m.tr != nil {
+			addCtx, root = mem.startBatch(workCtx, b, pollStart, time.Now())
+		}
+		err = ls.add(addCtx, b)
+		endSpan(root, err)
+		if err != nil {
 			if workCtx.Err() != nil {
 				return nil
 			}
@@ -346,7 +358,14 @@ func (ls *laneSet) work(ctx, workCtx context.Context) {
 		if !ok {
 			return
 		}
-		if err := ls.deliver(workCtx, l, msgs, schema); err != nil {
+		ctx := workCtx
+		var root trace.Span
+		if ls.mem.r.m.tr != nil {
+			ctx, root = ls.mem.startWrite(workCtx, l.id.partition, msgs)
+		}
+		err := ls.deliver(ctx, l, msgs, schema)
+		endSpan(root, err)
+		if err != nil {
 			ls.mu.Lock()
 			if ls.fatal == nil {
 				ls.fatal = err

@@ -30,6 +30,7 @@ const (
 	spanSinkTransforms   = "sink.transforms"
 	spanSinkConsume      = "sink.consume"
 	spanSinkCommit       = "sink.commit"
+	spanSinkWrite        = "sink.write" // a lane's write (ordering "key" or "none")
 )
 
 // Span attribute keys.
@@ -166,20 +167,17 @@ func withTraceparent(ctx context.Context, e *encoded) {
 	}
 }
 
-// startBatch starts the root span of a sink batch: from the poll, a child
-// of the traceparent of its first message that has one, linked to every
-// distinct traceparent of its messages (the source batches they came
-// from); with the poll span.
-func (mem *member) startBatch(ctx context.Context, b *iggy.Batch) (context.Context, trace.Span) {
-	tr := mem.r.m.tr
-	var links []trace.Link
+// traceLinks are the distinct traceparents of the messages whose headers
+// headers(i) gives, as links, in their order.
+func traceLinks(n int, headers func(i int) []header.Header) []trace.Link {
 	type id struct {
 		trace.TraceID
 		trace.SpanID
 	}
+	var links []trace.Link
 	seen := map[id]bool{}
-	for i := range b.Messages {
-		v, ok := header.Get(b.Messages[i].Headers, telemetry.TraceparentHeader)
+	for i := range n {
+		v, ok := header.Get(headers(i), telemetry.TraceparentHeader)
 		if !ok {
 			continue
 		}
@@ -194,22 +192,40 @@ func (mem *member) startBatch(ctx context.Context, b *iggy.Batch) (context.Conte
 		seen[id{sc.TraceID(), sc.SpanID()}] = true
 		links = append(links, trace.Link{SpanContext: sc})
 	}
-	parent := ctx
+	return links
+}
+
+// startLinked starts a root span of a sink, the child of the first of
+// links and linked to all of them.
+func (mem *member) startLinked(ctx context.Context, name string, start time.Time, links []trace.Link,
+	partition uint32, messages int) (context.Context, trace.Span) {
+	tr := mem.r.m.tr
 	if len(links) > 0 {
-		parent = trace.ContextWithRemoteSpanContext(ctx, links[0].SpanContext)
-	}
-	start := mem.pollStart
-	if start.IsZero() {
-		start = time.Now()
+		ctx = trace.ContextWithRemoteSpanContext(ctx, links[0].SpanContext)
 	}
 	attrs := append([]attribute.KeyValue{attrStream.String(mem.cs.Stream), attrTopic.String(mem.topic),
-		attrPartition.Int64(int64(b.Partition)), attrMessages.Int(len(b.Messages))}, tr.attrs...)
-	ctx, root := tr.t.Start(parent, spanSinkBatch, trace.WithTimestamp(start), trace.WithLinks(links...),
+		attrPartition.Int64(int64(partition)), attrMessages.Int(messages)}, tr.attrs...)
+	return tr.t.Start(ctx, name, trace.WithTimestamp(start), trace.WithLinks(links...),
 		trace.WithAttributes(attrs...), trace.WithSpanKind(trace.SpanKindConsumer))
-	if !mem.pollStart.IsZero() {
-		tr.timed(ctx, spanSinkPoll, mem.pollStart, mem.pollEnd, attrMessages.Int(len(b.Messages)))
-	}
+}
+
+// startBatch starts the root span of a polled sink batch, from the poll
+// (pollStart to pollEnd, its child span): a child of the traceparent of
+// its first message that has one, linked to every distinct traceparent of
+// its messages (the source batches they came from).
+func (mem *member) startBatch(ctx context.Context, b *iggy.Batch, pollStart, pollEnd time.Time) (context.Context, trace.Span) {
+	links := traceLinks(len(b.Messages), func(i int) []header.Header { return b.Messages[i].Headers })
+	ctx, root := mem.startLinked(ctx, spanSinkBatch, pollStart, links, b.Partition, len(b.Messages))
+	mem.r.m.tr.timed(ctx, spanSinkPoll, pollStart, pollEnd, attrMessages.Int(len(b.Messages)))
 	return ctx, root
+}
+
+// startWrite starts the root span of a lane's write of msgs (sinks with
+// ordering "key" or "none", which write across polled batches), linked
+// as startBatch's.
+func (mem *member) startWrite(ctx context.Context, partition uint32, msgs []connector.Message) (context.Context, trace.Span) {
+	links := traceLinks(len(msgs), func(i int) []header.Header { return msgs[i].Headers })
+	return mem.startLinked(ctx, spanSinkWrite, time.Now(), links, partition, len(msgs))
 }
 
 // startTelemetry starts the OpenTelemetry export of [telemetry] when it

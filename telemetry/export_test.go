@@ -63,6 +63,10 @@ func (s *countingSink) Consume(_ context.Context, b *connector.SinkBatch) error 
 	s.mu.Unlock()
 	return nil
 }
+
+// ConsumesOutOfOrder lets the sink run with ordering = "none" (lanes).
+func (s *countingSink) ConsumesOutOfOrder() {}
+
 func (s *countingSink) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,14 +77,21 @@ func (s *countingSink) count() int {
 // Collector, over gRPC and over HTTP: a span per batch stage with the
 // connector's attributes, the sink's batch spans in the traces of the
 // source batches their messages came from (traceparent header), the
-// runtime's logs, and its Prometheus metrics under their own names.
+// runtime's logs, and its Prometheus metrics under their own names. A
+// sink with ordering = "none" writes in lanes, across polled batches: its
+// writes have spans of their own (sink.write), linked the same way.
 func TestExportToCollector(t *testing.T) {
-	for _, transport := range []string{"grpc", "http"} {
-		t.Run(transport, func(t *testing.T) { testExport(t, transport) })
+	for _, c := range []struct{ name, transport, ordering string }{
+		{"grpc", "grpc", "partition"},
+		{"http", "http", "partition"},
+		{"grpc-lanes", "grpc", "none"},
+	} {
+		t.Run(c.name, func(t *testing.T) { testExport(t, c.transport, c.ordering) })
 	}
 }
 
-func testExport(t *testing.T, transport string) {
+func testExport(t *testing.T, transport, ordering string) {
+	lanes := ordering != "partition"
 	col := newCollector(t)
 	endpoint := "http://" + col.grpc
 	logsEndpoint := endpoint
@@ -118,6 +129,7 @@ path = "counting"
 stream = "s"
 topics = ["t"]
 poll_interval = "5ms"
+ordering = "` + ordering + `"
 [transforms.delete_fields]
 fields = ["via"]
 `,
@@ -173,8 +185,12 @@ interval = "1h"
 		byID[s.SpanID] = s
 		names[s.Name]++
 	}
-	for _, want := range []string{"source.batch", "source.poll", "source.transforms", "source.send", "source.state_save",
-		"source.ack", "sink.batch", "sink.poll", "sink.decode", "sink.transforms", "sink.consume", "sink.commit"} {
+	wantNames := []string{"source.batch", "source.poll", "source.transforms", "source.send", "source.state_save",
+		"source.ack", "sink.batch", "sink.poll", "sink.decode", "sink.transforms", "sink.consume", "sink.commit"}
+	if lanes {
+		wantNames = append(wantNames[:len(wantNames)-1], "sink.write") // lanes commit apart from any batch
+	}
+	for _, want := range wantNames {
 		if names[want] == 0 {
 			t.Errorf("no %s span; spans: %v", want, names)
 		}
@@ -182,9 +198,9 @@ interval = "1h"
 	sourceMsgs := 0
 	for _, s := range spans {
 		switch s.Name {
-		case "source.batch", "sink.batch":
+		case "source.batch", "sink.batch", "sink.write":
 			kind, key := "source", "src"
-			if s.Name == "sink.batch" {
+			if s.Name != "source.batch" {
 				kind, key = "sink", "dst"
 			}
 			for k, want := range map[string]string{"ferry.connector.key": key, "ferry.connector.type": kind,
@@ -193,9 +209,9 @@ interval = "1h"
 					t.Errorf("%s %s: %s = %q, want %q", s.Name, s.SpanID, k, got, want)
 				}
 			}
-			if s.Name == "sink.batch" {
+			if s.Name != "source.batch" {
 				if _, ok := attr(s.Attributes, "iggy.partition"); !ok {
-					t.Errorf("sink.batch %s has no iggy.partition", s.SpanID)
+					t.Errorf("%s %s has no iggy.partition", s.Name, s.SpanID)
 				}
 			} else if c, _ := attr(s.Attributes, "messaging.batch.message_count"); c != "" {
 				v, _ := strconv.Atoi(c)
@@ -208,7 +224,10 @@ interval = "1h"
 			// A stage span is the child of its batch's span.
 			p, ok := byID[s.ParentSpanID]
 			want := "source.batch"
-			if s.Name[:4] == "sink" {
+			switch {
+			case lanes && s.Name == "sink.consume":
+				want = "sink.write"
+			case s.Name[:4] == "sink":
 				want = "sink.batch"
 			}
 			if !ok || p.Name != want || p.TraceID != s.TraceID {
@@ -219,22 +238,22 @@ interval = "1h"
 	if sourceMsgs != exportMessages {
 		t.Errorf("the source.batch spans count %d messages, want %d", sourceMsgs, exportMessages)
 	}
-	// Each sink batch is in the trace of a source batch, its child, and
-	// linked to every source batch its messages came from.
+	// Each sink batch (and lane write) is in the trace of a source batch,
+	// its child, and linked to every source batch its messages came from.
 	for _, s := range spans {
-		if s.Name != "sink.batch" {
+		if s.Name != "sink.batch" && s.Name != "sink.write" {
 			continue
 		}
 		p, ok := byID[s.ParentSpanID]
 		if !ok || p.Name != "source.batch" || p.TraceID != s.TraceID {
-			t.Errorf("sink.batch %s: parent %q is not a source.batch of trace %s", s.SpanID, s.ParentSpanID, s.TraceID)
+			t.Errorf("%s %s: parent %q is not a source.batch of trace %s", s.Name, s.SpanID, s.ParentSpanID, s.TraceID)
 		}
 		if len(s.Links) == 0 {
-			t.Errorf("sink.batch %s has no links", s.SpanID)
+			t.Errorf("%s %s has no links", s.Name, s.SpanID)
 		}
 		for _, l := range s.Links {
 			if ls, ok := byID[l.SpanID]; !ok || ls.Name != "source.batch" || ls.TraceID != l.TraceID {
-				t.Errorf("sink.batch %s links to %s/%s, not a source.batch", s.SpanID, l.TraceID, l.SpanID)
+				t.Errorf("%s %s links to %s/%s, not a source.batch", s.Name, s.SpanID, l.TraceID, l.SpanID)
 			}
 		}
 		if !slices.ContainsFunc(s.Links, func(l struct {
@@ -243,7 +262,7 @@ interval = "1h"
 		}) bool {
 			return l.SpanID == s.ParentSpanID
 		}) {
-			t.Errorf("sink.batch %s is not linked to its parent %s", s.SpanID, s.ParentSpanID)
+			t.Errorf("%s %s is not linked to its parent %s", s.Name, s.SpanID, s.ParentSpanID)
 		}
 	}
 
