@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/internal/backoff"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -65,15 +66,9 @@ type streamer struct {
 // startStreamer starts replication at from.lsn, skipping the first from.seq
 // changes of transaction from.txn (they were delivered before a restart).
 func startStreamer(ctx context.Context, c *cdc, from position) (*streamer, error) {
-	conn, err := c.replicationConn(ctx)
+	conn, err := startReplication(ctx, c, from)
 	if err != nil {
 		return nil, err
-	}
-	args := []string{"proto_version '1'", "publication_names '" + c.set.publication + "'"}
-	if err := pglogrepl.StartReplication(ctx, conn, c.set.slot, from.lsn,
-		pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args}); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("start replication from slot %q at %s: %w", c.set.slot, from.lsn, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
 	st := &streamer{c: c, conn: conn, items: make(chan item, 2*c.set.batchSize), errc: make(chan error, 1),
@@ -82,6 +77,41 @@ func startStreamer(ctx context.Context, c *cdc, from position) (*streamer, error
 	st.acked.Store(uint64(from.lsn))
 	go st.run(runCtx)
 	return st, nil
+}
+
+// slotBusyWait bounds how long startReplication waits for a slot still
+// held by a previous connection: the server releases it only once that
+// connection's backend has ended, which lags its close (and after a
+// crash lasts until wal_sender_timeout; the runtime's restart backoff
+// covers that).
+const slotBusyWait = 10 * time.Second
+
+// startReplication opens a replication connection streaming the slot from
+// from.lsn, waiting while the slot is still active for an earlier
+// connection (SQLSTATE 55006, object_in_use).
+func startReplication(ctx context.Context, c *cdc, from position) (*pgconn.PgConn, error) {
+	args := []string{"proto_version '1'", "publication_names '" + c.set.publication + "'"}
+	retry := backoff.Backoff{Min: 50 * time.Millisecond, Max: time.Second}
+	deadline := time.Now().Add(slotBusyWait)
+	for {
+		conn, err := c.replicationConn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = pglogrepl.StartReplication(ctx, conn, c.set.slot, from.lsn,
+			pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
+		if err == nil {
+			return conn, nil
+		}
+		conn.Close(context.WithoutCancel(ctx))
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55006" || time.Now().After(deadline) {
+			return nil, fmt.Errorf("start replication from slot %q at %s: %w", c.set.slot, from.lsn, err)
+		}
+		if err := backoff.Sleep(ctx, retry.Next()); err != nil {
+			return nil, fmt.Errorf("start replication from slot %q: %w", c.set.slot, err)
+		}
+	}
 }
 
 // acknowledge records that every transaction ending at or before lsn is

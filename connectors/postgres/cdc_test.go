@@ -353,3 +353,35 @@ func TestCDCTruncateAndCaptureFilter(t *testing.T) {
 	require.JSONEq(t, `null`, string(recs[1].Data))
 	require.Equal(t, int64(2), recs[2].rowID(t))
 }
+
+// A slot still held by an earlier connection (a source closed a moment
+// ago, whose server backend has not ended yet) makes Open wait for it,
+// not fail: the conformance suite's reopen failed so on a loaded machine.
+func TestCDCOpenWaitsForABusySlot(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	db.exec(`CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL)`)
+	first := openSource(t, cdcConfig(db, map[string]any{"snapshot": "never"}), nil)
+	var state []byte // none: the slot exists, so the second streams from it at once
+	src, err := NewSource(connector.Config{Key: "pg", Plugin: plugin(cdcConfig(db, map[string]any{"snapshot": "never"}))})
+	require.NoError(t, err)
+	second := src.(*Source)
+	t.Cleanup(func() { _ = second.Close(context.Background()) })
+	opened := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		opened <- second.Open(ctx, state)
+	}()
+	time.Sleep(300 * time.Millisecond) // the second Open meets the busy slot
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned while the slot was held: %v", err)
+	default:
+	}
+	require.NoError(t, first.Close(context.Background()))
+	require.NoError(t, <-opened)
+	db.exec(`INSERT INTO items VALUES (1, 1)`)
+	recs := collect(t, second, 1)
+	require.Equal(t, "INSERT", recs[0].Op)
+}
