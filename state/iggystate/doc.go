@@ -28,8 +28,8 @@
 // epoch is the key's lease epoch (package lease), higher for every new
 // holder. Save refuses with state.ErrConflict when the key already has a
 // record at a higher epoch (a newer holder has written: the caller has
-// lost its lease and must stop), or when the current version is not the
-// expected one. Because the message key carries the epoch, compaction
+// lost its lease and must stop; the error also matches ErrFenced), or
+// when the current version is not the expected one. Because the message key carries the epoch, compaction
 // never lets an old holder's late record replace the newer epoch's: it
 // only replaces records of its own epoch, and Load prefers the higher
 // epoch whatever the offsets. Claim writes the key's current state again

@@ -17,6 +17,12 @@ const (
 	DefaultTopic  = "state"
 )
 
+// ErrFenced is matched, together with state.ErrConflict, by the error of
+// a Save, Delete or Claim refused because the key has state at a higher
+// epoch: a newer lease holder has written it. Reloading does not help:
+// this process has lost the key's lease and must stop its source.
+var ErrFenced = errors.New("fenced by a newer epoch")
+
 // Store is a state.Store kept in one Iggy topic with one partition. It is
 // safe for concurrent use; its calls are serialised.
 type Store struct {
@@ -256,8 +262,8 @@ func (s *Store) ready(ctx context.Context) error {
 
 // stale is the conflict of a writer at epoch below the key's highest hi.
 func (s *Store) stale(key string, expected state.Version, hi uint64, cur *rec, epoch uint64) error {
-	return fmt.Errorf("iggystate: %s: a newer holder wrote state %q at epoch %d, this store writes at epoch %d: %w",
-		s.name, key, hi, epoch, &state.ConflictError{Key: key, Expected: expected, Actual: liveVersion(hi, cur)})
+	return fmt.Errorf("iggystate: %s: a newer holder wrote state %q at epoch %d, this store writes at epoch %d: %w: %w",
+		s.name, key, hi, epoch, ErrFenced, &state.ConflictError{Key: key, Expected: expected, Actual: liveVersion(hi, cur)})
 }
 
 // Load returns key's state: the latest record of its highest epoch,

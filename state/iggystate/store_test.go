@@ -316,6 +316,7 @@ func TestEpochFencing(t *testing.T) {
 	require.NoError(t, err)
 	_, err = nw.Save(ctx, "src", []byte("new-1"), st.Version)
 	require.ErrorIs(t, err, state.ErrConflict, "the new holder's view was stale")
+	require.NotErrorIs(t, err, ErrFenced, "a plain version conflict")
 	st, err = nw.Load(ctx, "src")
 	require.NoError(t, err)
 	vNew, err := nw.Save(ctx, "src", []byte("new-1"), st.Version)
@@ -325,6 +326,10 @@ func TestEpochFencing(t *testing.T) {
 	// The old holder is refused, with its own version or the new one.
 	_, err = old.Save(ctx, "src", []byte("old-3"), vOld)
 	require.ErrorIs(t, err, state.ErrConflict)
+	require.ErrorIs(t, err, ErrFenced)
+	var ce *state.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, vNew, ce.Actual)
 	require.Contains(t, err.Error(), "epoch 7")
 	_, err = old.Save(ctx, "src", []byte("old-3"), vNew)
 	require.ErrorIs(t, err, state.ErrConflict)
