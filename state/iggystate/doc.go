@@ -11,8 +11,10 @@
 // creates the topic when it is missing: compacted (iggy.TopicCompact) on
 // Ferry's broker, which then keeps only the latest message per key and
 // epoch; an ordinary topic on a server that refuses the option (an
-// upstream Iggy server), which grows by one message per Save: give it a
-// message expiry long enough that every key is saved within it, or none.
+// upstream Iggy server), which grows by one message per Save, and Open
+// reads all of it. Do not give that topic a message expiry: a key not
+// saved within it (a stopped source) would lose its state. Rewriting the
+// live state and dropping old segments on such servers is not done yet.
 //
 // A store reads the topic to its end at Open and again at the start of
 // every Load, Save, Delete and Claim (one poll when nothing is new), so
