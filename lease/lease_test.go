@@ -209,6 +209,7 @@ func TestReleaseHandsOver(t *testing.T) {
 		t.Fatalf("b acquired while a held: %+v", r)
 	default:
 	}
+	released := time.Now()
 	require.NoError(t, a.Release(ctx))
 	select {
 	case <-lostA:
@@ -217,9 +218,44 @@ func TestReleaseHandsOver(t *testing.T) {
 	}
 	r := <-got
 	require.NoError(t, r.err)
+	t.Logf("handed over %s after Release began (renew interval 50ms)", time.Since(released).Round(time.Millisecond))
 	require.Equal(t, ea+2, r.epoch)
 	require.False(t, bl.waited, "a released lease is claimed without the takeover delay")
 	require.NoError(t, bl.Release(ctx))
+}
+
+// TestLeasesShareAClient: one client holds two leases at once (one
+// topic and group each); a contender for one of them is not given it,
+// and waiting for it ends with its context.
+func TestLeasesShareAClient(t *testing.T) {
+	t.Parallel()
+	b := brokertest.Start(t, brokertest.InMemory())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := dial(t, b.Addr())
+	la, lb := newLease(t, c, "a"), newLease(t, c, "b")
+	ea, lostA, err := la.Acquire(ctx)
+	require.NoError(t, err)
+	eb, lostB, err := lb.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), ea)
+	require.Equal(t, uint64(1), eb, "each name has its own log of claims")
+
+	other := newLease(t, dial(t, b.Addr()), "a")
+	wctx, wcancel := context.WithTimeout(ctx, 1500*time.Millisecond) // several takeover delays
+	_, _, err = other.Acquire(wctx)
+	wcancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, other.Release(ctx))
+	for _, lost := range []<-chan struct{}{lostA, lostB} {
+		select {
+		case <-lost:
+			t.Fatal("a lease was lost while held")
+		default:
+		}
+	}
+	require.NoError(t, la.Release(ctx))
+	require.NoError(t, lb.Release(ctx))
 }
 
 // proxy forwards TCP connections to target until cut is called, which
