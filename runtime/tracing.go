@@ -241,18 +241,25 @@ func (r *Runtime) startTelemetry(ctx context.Context) error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	r.tel = t
+	// Export failures go to the logger of Options only: sent through OTLP
+	// they would fail in turn.
+	telemetry.SetErrorLog(r.opts.Logger)
 	r.log = slog.New(slog.NewMultiHandler(r.log.Handler(), t.LogHandler(logLevel(r.cfg.Logging.Level))))
 	r.log.Info("OpenTelemetry export started", "service_name", r.cfg.Telemetry.ServiceName,
 		"traces", r.cfg.Telemetry.Traces.Endpoint, "logs", r.cfg.Telemetry.Logs.Endpoint)
 	return nil
 }
 
+// telemetryFlush bounds the flush at shutdown (a receiver that is down
+// holds it that long, no longer).
+const telemetryFlush = 5 * time.Second
+
 // stopTelemetry flushes and stops the export.
 func (r *Runtime) stopTelemetry() {
 	if r.tel == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), telemetryFlush)
 	defer cancel()
 	if err := r.tel.Shutdown(ctx); err != nil {
 		r.opts.Logger.Warn("OpenTelemetry export: flushing on shutdown failed", "error", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/connectortest"
+	"github.com/ferryhq/ferry/internal/servertest"
 )
 
 const exportMessages = 30 // three batches of ten
@@ -302,4 +303,43 @@ interval = "1h"
 		}
 		return false
 	})
+}
+
+// With the receiver down, the pipeline runs as without telemetry, and it
+// stops (the flush gives up).
+func TestUnreachableReceiverDoesNotStopThePipeline(t *testing.T) {
+	port, err := servertest.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := &batchSource{}, &countingSink{}
+	reg := connector.NewRegistry()
+	if err := reg.Register(connector.Info{Kind: connector.KindSource, Name: "batches",
+		NewSource: func(connector.Config) (connector.Source, error) { return src, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(connector.Info{Kind: connector.KindSink, Name: "counting",
+		NewSink: func(connector.Config) (connector.Sink, error) { return dst, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
+	rt := connectortest.Start(t, map[string]string{
+		"src.toml": "type = \"source\"\nkey = \"src\"\npath = \"batches\"\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\n",
+		"dst.toml": "type = \"sink\"\nkey = \"dst\"\npath = \"counting\"\n[[streams]]\nstream = \"s\"\ntopics = [\"t\"]\npoll_interval = \"5ms\"\n",
+	}, connectortest.WithRegistry(reg), connectortest.WithConfig(fmt.Sprintf(`
+[telemetry]
+enabled = true
+[telemetry.logs]
+endpoint = %q
+[telemetry.traces]
+endpoint = %q
+`, endpoint, endpoint)))
+	connectortest.Eventually(t, "the sink consumes every message", func() bool { return dst.count() == exportMessages })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Stop took %s with the receiver down", time.Since(start)) // reported, not asserted
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/bridges/otelslog"
 	promb "go.opentelemetry.io/contrib/bridges/prometheus"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
@@ -98,6 +99,15 @@ func Start(ctx context.Context, cfg config.Telemetry, gatherer prometheus.Gather
 	}
 	ok = true
 	return t, nil
+}
+
+// SetErrorLog sends the OpenTelemetry SDK's errors (an export that
+// failed: the receiver is down, say) to log, at warn, instead of the
+// standard logger. The SDK's error handler is global: the last call wins.
+func SetErrorLog(log *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("OpenTelemetry export failed", "error", err)
+	}))
 }
 
 // Tracer is the tracer of Ferry's spans.
