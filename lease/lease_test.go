@@ -319,7 +319,9 @@ func TestLostOnConnectionDrop(t *testing.T) {
 	var log holdLog
 	log.begin("a", ea)
 
-	bl := newLease(t, dial(t, b.Addr()), "src")
+	// The hold timeout (200ms) bounds a's lost; b's longer takeover delay
+	// leaves a margin for a loaded machine.
+	bl := newLease(t, dial(t, b.Addr()), "src", WithTakeoverDelay(time.Second))
 	got := make(chan error, 1)
 	var eb uint64
 	go func() {
