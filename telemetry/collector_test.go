@@ -135,8 +135,12 @@ type (
 			SpanID  string `json:"spanId"`
 		} `json:"links"`
 		Status struct {
-			Code int `json:"code"`
+			Code    int    `json:"code"`
+			Message string `json:"message"`
 		} `json:"status"`
+		Events []struct {
+			Name string `json:"name"`
+		} `json:"events"`
 		service string
 	}
 	logRecord struct {

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,18 +51,24 @@ func (s *batchSource) Ack(context.Context, *connector.Batch) error {
 }
 func (s *batchSource) Nack(context.Context, *connector.Batch, error) {}
 
-// countingSink counts what it consumes.
+// countingSink counts what it consumes; its first call fails (the
+// runtime retries it).
 type countingSink struct {
-	mu sync.Mutex
-	n  int
+	mu     sync.Mutex
+	n      int
+	called bool
 }
 
 func (s *countingSink) Open(context.Context) error  { return nil }
 func (s *countingSink) Close(context.Context) error { return nil }
 func (s *countingSink) Consume(_ context.Context, b *connector.SinkBatch) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.called {
+		s.called = true
+		return errors.New("the first write fails")
+	}
 	s.n += len(b.Messages)
-	s.mu.Unlock()
 	return nil
 }
 
@@ -235,6 +242,17 @@ interval = "1h"
 				t.Errorf("%s %s: parent %q is not a %s of its trace", s.Name, s.SpanID, s.ParentSpanID, want)
 			}
 		}
+	}
+	// The failed first write is recorded on its span.
+	if !slices.ContainsFunc(spans, func(s span) bool {
+		return s.Name == "sink.consume" && s.Status.Code == 2 && s.Status.Message == "the first write fails" &&
+			slices.ContainsFunc(s.Events, func(e struct {
+				Name string `json:"name"`
+			}) bool {
+				return e.Name == "exception"
+			})
+	}) {
+		t.Errorf("no sink.consume span with the error of the first write")
 	}
 	if sourceMsgs != exportMessages {
 		t.Errorf("the source.batch spans count %d messages, want %d", sourceMsgs, exportMessages)
