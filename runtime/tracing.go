@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ferryhq/ferry/config"
@@ -157,12 +159,22 @@ func withTraceparent(ctx context.Context, e *encoded) {
 	if tp == "" {
 		return
 	}
-	v := header.StringValue(tp)
+	tph := header.New(telemetry.TraceparentHeader, header.StringValue(tp)) // shared, read only
 	for _, out := range e.outs {
+		n := 0
 		for k := range out {
-			h := make([]header.Header, len(out[k].Headers), len(out[k].Headers)+1)
-			copy(h, out[k].Headers)
-			out[k].Headers = header.Set(h, telemetry.TraceparentHeader, v)
+			n += len(out[k].Headers) + 1
+		}
+		buf := make([]header.Header, 0, n) // one allocation for the batch's headers
+		for k := range out {
+			h := append(buf[len(buf):len(buf):len(buf)+len(out[k].Headers)+1], out[k].Headers...)
+			if i := slices.IndexFunc(h, func(e header.Header) bool { return e.Key.Is(telemetry.TraceparentHeader) }); i >= 0 {
+				h[i] = tph
+			} else {
+				h = append(h, tph)
+			}
+			buf = buf[:len(buf)+len(h)]
+			out[k].Headers = h
 		}
 	}
 }
@@ -175,17 +187,18 @@ func traceLinks(n int, headers func(i int) []header.Header) []trace.Link {
 		trace.SpanID
 	}
 	var links []trace.Link
-	seen := map[id]bool{}
+	var seen map[id]bool
+	var last []byte // the value read last: a batch's messages mostly share one
 	for i := range n {
 		v, ok := header.Get(headers(i), telemetry.TraceparentHeader)
-		if !ok {
+		if !ok || v.Kind != header.KindString || (last != nil && bytes.Equal(v.Data, last)) {
 			continue
 		}
-		s, ok := v.Text()
-		if !ok {
-			continue
+		last = v.Data
+		if seen == nil {
+			seen = map[id]bool{}
 		}
-		sc, err := telemetry.ParseTraceparent(s)
+		sc, err := telemetry.ParseTraceparent(string(v.Data))
 		if err != nil || seen[id{sc.TraceID(), sc.SpanID()}] {
 			continue
 		}

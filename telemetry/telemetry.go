@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/config"
@@ -264,27 +263,55 @@ func Traceparent(sc trace.SpanContext) string {
 }
 
 // ParseTraceparent reads a W3C traceparent value; it fails on anything
-// else, naming what is wrong.
+// else, naming what is wrong. It does not allocate on success (a sink
+// reads one per message).
 func ParseTraceparent(s string) (trace.SpanContext, error) {
-	parts := strings.Split(s, "-")
-	if len(parts) < 4 || len(parts[0]) != 2 || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+	// version "-" trace-id "-" parent-id "-" flags: 2+1+32+1+16+1+2 = 55;
+	// a later version may append "-" and more.
+	if len(s) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' || (len(s) > 55 && s[55] != '-') {
 		return trace.SpanContext{}, fmt.Errorf("traceparent %q: want 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>", s)
 	}
-	if parts[0] == "ff" || (parts[0] == "00" && len(parts) != 4) {
+	var version, flags [1]byte
+	var tid trace.TraceID
+	var sid trace.SpanID
+	if !lowerHex(version[:], s[0:2]) || version[0] == 0xff || (version[0] == 0 && len(s) != 55) {
 		return trace.SpanContext{}, fmt.Errorf("traceparent %q: bad version", s)
 	}
-	tid, err := trace.TraceIDFromHex(parts[1])
-	if err != nil {
-		return trace.SpanContext{}, fmt.Errorf("traceparent %q: trace id: %w", s, err)
+	if !lowerHex(tid[:], s[3:35]) || !tid.IsValid() {
+		return trace.SpanContext{}, fmt.Errorf("traceparent %q: bad trace id", s)
 	}
-	sid, err := trace.SpanIDFromHex(parts[2])
-	if err != nil {
-		return trace.SpanContext{}, fmt.Errorf("traceparent %q: span id: %w", s, err)
+	if !lowerHex(sid[:], s[36:52]) || !sid.IsValid() {
+		return trace.SpanContext{}, fmt.Errorf("traceparent %q: bad span id", s)
 	}
-	var flags [1]byte
-	if _, err := fmt.Sscanf(parts[3], "%02x", &flags[0]); err != nil {
-		return trace.SpanContext{}, fmt.Errorf("traceparent %q: flags: %w", s, err)
+	if !lowerHex(flags[:], s[53:55]) {
+		return trace.SpanContext{}, fmt.Errorf("traceparent %q: bad flags", s)
 	}
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid,
 		TraceFlags: trace.TraceFlags(flags[0]), Remote: true}), nil
+}
+
+// lowerHex decodes s, lowercase hex of len(dst) bytes, into dst.
+func lowerHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := hexDigit(s[2*i])
+		lo, ok2 := hexDigit(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }

@@ -94,3 +94,15 @@ func TestStartRejectsBadTargets(t *testing.T) {
 		}
 	}
 }
+
+// A sink parses the traceparent of its messages: without allocating.
+func TestParseTraceparentDoesNotAllocate(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := telemetry.ParseTraceparent(tp); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("ParseTraceparent allocates %.0f times", n)
+	}
+}
