@@ -133,9 +133,11 @@ type StateStorage string
 const (
 	StorageFile StateStorage = "file"
 	StorageHTTP StateStorage = "http"
+	// StorageIggy (Ferry extension) keeps the state in an Iggy topic.
+	StorageIggy StateStorage = "iggy"
 )
 
-func (StateStorage) enumValues() []string { return []string{"file", "http"} }
+func (StateStorage) enumValues() []string { return []string{"file", "http", "iggy"} }
 
 // Transport is an OpenTelemetry exporter transport.
 type Transport string

@@ -69,6 +69,7 @@ func TestLoadHTTPProviderConfig(t *testing.T) {
 			Timeout: 3 * time.Second, RequestHeaders: map[string]string{"authorization": "Bearer state-header-secret"},
 			Retry: Retry{Enabled: true, MaxAttempts: 6, InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, BackoffMultiplier: 3},
 		},
+		Iggy: StateIggy{Stream: "ferry", Topic: "state"},
 	}, rt.State)
 }
 
@@ -458,4 +459,31 @@ func TestDeployExample(t *testing.T) {
 	require.Equal(t, "/etc/ferry/connectors", rt.Connectors.ConfigDir)
 	require.Equal(t, "127.0.0.1:8081", rt.HTTP.Address)
 	require.Equal(t, "k3y", rt.HTTP.APIKey)
+}
+
+// [state] storage = "iggy" and [scale_out] (Ferry extensions): defaults,
+// and what scale-out needs refused with the key named.
+func TestScaleOutConfig(t *testing.T) {
+	t.Parallel()
+	load := func(toml string) (*Runtime, error) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "config.toml")
+		require.NoError(t, os.WriteFile(path, []byte("[connectors]\nconfig_dir = \"c\"\n"+toml), 0o644))
+		return Load(path, noEnv)
+	}
+	rt, err := load("[iggy]\naddress = \"iggy:8090\"\n[state]\nstorage = \"iggy\"\n[scale_out]\nenabled = true\n")
+	require.NoError(t, err)
+	require.Equal(t, StorageIggy, rt.State.Storage)
+	require.Equal(t, StateIggy{Stream: "ferry", Topic: "state"}, rt.State.Iggy)
+	require.Equal(t, ScaleOut{Enabled: true, LeaseStream: "ferry", RenewInterval: 500 * time.Millisecond,
+		HoldTimeout: 2 * time.Second, TakeoverDelay: 3 * time.Second}, rt.ScaleOut)
+	for _, tc := range []struct{ toml, want string }{
+		{"[iggy]\naddress = \"iggy:8090\"\n[scale_out]\nenabled = true\n", `scale_out.enabled: needs state.storage = "iggy"`},
+		{"[state]\nstorage = \"iggy\"\n[scale_out]\nenabled = true\n", "scale_out.enabled: needs an Iggy server"},
+		{"[iggy]\naddress = \"iggy:8090\"\n[state]\nstorage = \"iggy\"\n[state.iggy]\ntopic = \"\"\n", "state.iggy.topic"},
+		{"[iggy]\naddress = \"iggy:8090\"\n[state]\nstorage = \"iggy\"\n[scale_out]\nenabled = true\nhold_timeout = \"5s\"\n", "scale_out.takeover_delay"},
+	} {
+		_, err := load(tc.toml)
+		require.ErrorContains(t, err, tc.want, tc.toml)
+	}
 }

@@ -19,6 +19,9 @@ type Runtime struct {
 	State      State      `toml:"state"`
 	Telemetry  Telemetry  `toml:"telemetry"`
 	Logging    Logging    `toml:"logging"`
+	// ScaleOut (Ferry extension) runs several runtimes of one
+	// configuration against one Iggy server.
+	ScaleOut ScaleOut `toml:"scale_out"`
 	// Events (Ferry extension) is the [events."NAME"] catalog of declared
 	// event types; see config/events.go.
 	Events EventCatalog `toml:"events" cfg:"noenv"`
@@ -179,6 +182,34 @@ type State struct {
 	Path    string       `toml:"path"`
 	Storage StateStorage `toml:"storage"`
 	HTTP    StateHTTP    `toml:"http"`
+	// Iggy (Ferry extension) is [state.iggy], used when Storage is "iggy".
+	Iggy StateIggy `toml:"iggy"`
+}
+
+// StateIggy is [state.iggy]: the topic that holds every source's state
+// (package state/iggystate), readable by every runtime of a scale-out.
+type StateIggy struct {
+	Stream string `toml:"stream"`
+	Topic  string `toml:"topic"`
+}
+
+// ScaleOut is [scale_out] (Ferry extension): with Enabled, each source
+// runs in one runtime at a time, under a lease kept in Iggy (package
+// lease), and the others stand by to take it over; sinks share their
+// partitions through their consumer groups as always. It needs state
+// every runtime reads (state.storage = "iggy") and an Iggy server they
+// share (not the embedded broker).
+type ScaleOut struct {
+	Enabled bool `toml:"enabled"`
+	// LeaseStream holds the lease topics (lease-<source key>).
+	LeaseStream string `toml:"lease_stream"`
+	// RenewInterval, HoldTimeout and TakeoverDelay tune the leases (see
+	// package lease): a holder checks every RenewInterval, gives up after
+	// HoldTimeout unconfirmed, and a new holder waits TakeoverDelay
+	// unless the last one released.
+	RenewInterval time.Duration `toml:"renew_interval"`
+	HoldTimeout   time.Duration `toml:"hold_timeout"`
+	TakeoverDelay time.Duration `toml:"takeover_delay"`
 }
 
 // StateHTTP is [state.http], used when Storage is "http".
@@ -264,7 +295,10 @@ func Default() *Runtime {
 					MaxBackoff: 2 * time.Second, BackoffMultiplier: 2,
 				},
 			},
+			Iggy: StateIggy{Stream: "ferry", Topic: "state"},
 		},
+		ScaleOut: ScaleOut{LeaseStream: "ferry", RenewInterval: 500 * time.Millisecond,
+			HoldTimeout: 2 * time.Second, TakeoverDelay: 3 * time.Second},
 		Telemetry: Telemetry{
 			ServiceName: "iggy-connectors",
 			Logs:        TelemetryTarget{Transport: "grpc", Endpoint: "http://localhost:4317"},
@@ -364,6 +398,31 @@ func (r *Runtime) validate(b *binder) {
 		checkURL(b, sp.key("http").key("url"), r.State.HTTP.URL, false)
 		checkPositive(b, sp.key("http").key("timeout"), r.State.HTTP.Timeout)
 		validateRetry(b, sp.key("http").key("retry"), r.State.HTTP.Retry)
+	}
+	if r.State.Storage == StorageIggy {
+		for _, k := range []struct{ key, v string }{{"stream", r.State.Iggy.Stream}, {"topic", r.State.Iggy.Topic}} {
+			if k.v == "" || len(k.v) > 255 {
+				b.fail(sp.key("iggy").key(k.key), "expected a name of 1 to 255 bytes")
+			}
+		}
+	}
+	so := p.key("scale_out")
+	if r.ScaleOut.Enabled {
+		if r.State.Storage != StorageIggy {
+			b.fail(so.key("enabled"), `needs state.storage = "iggy": every runtime must read the sources' state`)
+		}
+		if r.Iggy.Embedded() {
+			b.fail(so.key("enabled"), "needs an Iggy server the runtimes share in [iggy] address, not the embedded broker")
+		}
+		if r.ScaleOut.LeaseStream == "" || len(r.ScaleOut.LeaseStream) > 255 {
+			b.fail(so.key("lease_stream"), "expected a name of 1 to 255 bytes")
+		}
+		checkPositive(b, so.key("renew_interval"), r.ScaleOut.RenewInterval)
+		checkPositive(b, so.key("hold_timeout"), r.ScaleOut.HoldTimeout)
+		checkPositive(b, so.key("takeover_delay"), r.ScaleOut.TakeoverDelay)
+		if r.ScaleOut.TakeoverDelay <= r.ScaleOut.HoldTimeout {
+			b.fail(so.key("takeover_delay"), "must be longer than hold_timeout: the margin is the old holder's time to stop")
+		}
 	}
 }
 

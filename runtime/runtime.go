@@ -36,19 +36,22 @@ type Options struct {
 
 // Runtime runs the connectors of one configuration.
 type Runtime struct {
-	cfg      *config.Runtime
-	opts     Options
-	log      *slog.Logger
-	metrics  *Metrics
-	started  time.Time
-	broker   *broker.Broker // embedded broker, if any
-	addr     string         // Iggy server address
-	admin    *iggy.Client
-	states   state.Store
-	provider config.Provider
-	events   *events // the runtime's events (events.go); nil before Start
-	lag      lagCache
-	tel      *telemetry.Telemetry // OpenTelemetry export; nil when [telemetry] is off
+	cfg     *config.Runtime
+	opts    Options
+	log     *slog.Logger
+	metrics *Metrics
+	started time.Time
+	broker  *broker.Broker // embedded broker, if any
+	addr    string         // Iggy server address
+	admin   *iggy.Client
+	// stateClient and leaseClient are the connections of state.storage =
+	// "iggy" and of [scale_out]'s leases (scaleout.go).
+	stateClient, leaseClient *iggy.Client
+	states                   state.Store
+	provider                 config.Provider
+	events                   *events // the runtime's events (events.go); nil before Start
+	lag                      lagCache
+	tel                      *telemetry.Telemetry // OpenTelemetry export; nil when [telemetry] is off
 
 	mu         sync.Mutex
 	connectors map[connector.Kind]map[string]*managed
@@ -125,6 +128,16 @@ func (r *Runtime) Start(ctx context.Context) (err error) {
 	}
 	if err := r.connectIggy(ctx); err != nil {
 		return err
+	}
+	if r.cfg.State.Storage == config.StorageIggy {
+		if err := r.openIggyState(ctx); err != nil {
+			return err
+		}
+	}
+	if r.cfg.ScaleOut.Enabled {
+		if err := r.openLeases(ctx); err != nil {
+			return err
+		}
 	}
 	r.startEvents()
 	set, err := r.provider.Load(ctx)
@@ -223,8 +236,10 @@ func (r *Runtime) openState() error {
 			return fmt.Errorf("runtime: state store: %w", err)
 		}
 		r.states = s
+	case config.StorageIggy:
+		// Opened once the Iggy server is reached (openIggyState).
 	default:
-		return fmt.Errorf("runtime: state.storage %q is not supported (use file or http)", r.cfg.State.Storage)
+		return fmt.Errorf("runtime: state.storage %q is not supported (use file, http or iggy)", r.cfg.State.Storage)
 	}
 	return nil
 }
@@ -545,6 +560,11 @@ func (r *Runtime) closeResources() {
 	}
 	if r.states != nil {
 		r.states.Close()
+	}
+	for _, c := range []*iggy.Client{r.stateClient, r.leaseClient} {
+		if c != nil {
+			c.Close()
+		}
 	}
 	if r.broker != nil {
 		r.broker.Close()

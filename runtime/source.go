@@ -627,6 +627,11 @@ func (r *sourceRun) saveState(ctx context.Context, data []byte) error {
 	start := time.Now()
 	defer r.m.metrics.observe(stageStateSave, start)
 	v, err := r.m.rt.states.Save(ctx, r.m.key, data, r.stateVer)
+	if fenced(err) {
+		// A newer holder of the source's lease ([scale_out]) wrote its
+		// state: this runtime must not go on with the source.
+		return permanentError{fmt.Errorf("save state: %w: %w (another runtime holds the source now)", errLeaseLost, err)}
+	}
 	if errors.Is(err, state.ErrConflict) {
 		// Someone else wrote the state (another runtime on an HTTP store);
 		// ours is the newer position, so take the current version and retry.

@@ -12,6 +12,7 @@ import (
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
 	"github.com/ferryhq/ferry/internal/backoff"
+	"github.com/ferryhq/ferry/lease"
 )
 
 // Status is a connector's state, as upstream's API reports it.
@@ -24,6 +25,9 @@ const (
 	StatusStopping Status = "Stopping"
 	StatusStopped  Status = "Stopped"
 	StatusError    Status = "Error"
+	// StatusStandby (Ferry, [scale_out]): a source waiting for its lease,
+	// which another runtime holds.
+	StatusStandby Status = "Standby"
 )
 
 // Restart backoff of a failing connector.
@@ -83,6 +87,7 @@ type managed struct {
 	lanes     map[*member]*laneSet       // a sink's streams delivered in lanes (sink_lanes.go)
 	activity  connector.ActivityReporter // the running instance's, if it reports (activity.go)
 	viewer    connector.Viewer           // the running sink's, if it answers lookups (views.go)
+	lease     *lease.Lease               // a source's under [scale_out] (scaleout.go)
 }
 
 // Info is a connector as the management API shows it.
@@ -211,6 +216,8 @@ func (m *managed) supervise(ctx context.Context) {
 		case err == nil:
 			m.setStatus(StatusStopped)
 			return
+		case errors.Is(err, errLeaseLost):
+			continue // another runtime holds it now: wait for it again
 		}
 		m.fail(err)
 		var t terminalError
@@ -244,6 +251,9 @@ func (m *managed) runOnce(ctx context.Context) error {
 	}
 	switch m.kind {
 	case connector.KindSource:
+		if m.rt.cfg.ScaleOut.Enabled {
+			return m.runLeased(ctx, func(ctx context.Context) error { return m.runSource(ctx, cfg) })
+		}
 		return m.runSource(ctx, cfg)
 	default:
 		return m.runSink(ctx, cfg)
