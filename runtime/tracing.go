@@ -277,7 +277,8 @@ func (r *Runtime) stopTelemetry() {
 	if err := r.tel.Shutdown(ctx); err != nil {
 		r.opts.Logger.Warn("OpenTelemetry export: flushing on shutdown failed", "error", err)
 	}
-	r.tel = nil
+	// r.tel stays: a connector added meanwhile reads it (its spans then go
+	// nowhere), and closeResources runs once.
 }
 
 // logLevel is [logging] level as a slog level (info when unset).
