@@ -42,6 +42,14 @@
 //   - iggy.create_missing (bool, default false) creates the streams and
 //     topics that connectors name.
 //   - logging.level ("debug" | "info" | "warn" | "error", default "info").
+//   - state.storage = "iggy" keeps source state in an Iggy topic,
+//     [state.iggy] stream ("ferry") and topic ("state"), that every
+//     runtime of a scale-out reads (package state/iggystate).
+//   - [scale_out] enabled runs each source in one runtime at a time under
+//     a lease kept in Iggy (package lease): lease_stream ("ferry"),
+//     renew_interval ("500ms"), hold_timeout ("2s"), takeover_delay ("3s",
+//     longer than hold_timeout). It needs state.storage = "iggy" and an
+//     Iggy server in [iggy] address.
 //   - [telemetry.metrics] transport, endpoint (default: [telemetry.traces]'
 //     transport and endpoint) and interval (default "60s"): the runtime's
 //     Prometheus metrics exported through OTLP as well.
