@@ -92,7 +92,7 @@ func startAPI(ctx context.Context, rt *runtime.Runtime, cfg *config.Runtime, log
 	if !cfg.HTTP.Enabled {
 		return nil, func(context.Context) {}, nil
 	}
-	srv, err := api.New(rt, cfg.HTTP, log.With("component", "api"), api.WithVersion(version))
+	srv, err := api.New(rt, cfg.HTTP, log, api.WithVersion(version))
 	if err != nil {
 		return nil, nil, err
 	}
