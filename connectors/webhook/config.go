@@ -352,7 +352,7 @@ func secrets(es *connector.Settings, getenv func(string) (string, bool)) ([]stri
 		}
 		v, ok := getenv(name)
 		if !ok {
-			return nil, es.Errorf(key, "environment variable %s is not set", name)
+			return nil, es.Errorf(key, "environment variable %s is not set in the runtime's environment (set it where ferry run starts)", name)
 		}
 		if v == "" {
 			return nil, es.Errorf(key, "environment variable %s is empty", name)

@@ -32,7 +32,7 @@ func expand(s string, getenv func(string) (string, bool)) (string, error) {
 		}
 		v, ok := getenv(name)
 		if !ok {
-			return "", fmt.Errorf("environment variable %s is not set", name)
+			return "", fmt.Errorf("environment variable %s is not set in the runtime's environment (set it where ferry run starts)", name)
 		}
 		b.WriteString(v)
 		s = s[i+end+1:]
