@@ -69,27 +69,7 @@ func TestScaleOutKillTheHolder(t *testing.T) {
 	const kills = 10
 	b := brokertest.Start(t)
 	dir := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), fmt.Appendf(nil, `
-[iggy]
-address = %q
-create_missing = true
-[state]
-path = "state"
-storage = "iggy"
-[scale_out]
-enabled = true
-renew_interval = "100ms"
-hold_timeout = "500ms"
-takeover_delay = "1s"
-[connectors]
-config_type = "local"
-config_dir = "connectors"
-[http]
-enabled = false
-`, b.Addr()), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "numbers.toml"),
-		[]byte("type = \"source\"\nkey = \"numbers\"\npath = \"pids\"\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\n"), 0o644))
+	writeScaleOutConfig(t, dir, b.Addr(), "100ms", "500ms", "1s", "pids")
 
 	procs := map[int]*exec.Cmd{}
 	start := func() {

@@ -48,6 +48,34 @@ func (s *pacedSource) Ack(context.Context, *connector.Batch) error   { return ni
 func (s *pacedSource) Nack(context.Context, *connector.Batch, error) {}
 func (s *pacedSource) Close(context.Context) error                   { return nil }
 
+// writeScaleOutConfig writes, in dir, a config.toml of a runtime on the
+// Iggy server addr with state in Iggy and [scale_out] at these timings,
+// and one source "numbers" of connector path source into s/t.
+func writeScaleOutConfig(t *testing.T, dir, addr, renew, hold, takeover, source string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), fmt.Appendf(nil, `
+[iggy]
+address = %q
+create_missing = true
+[state]
+path = "state"
+storage = "iggy"
+[scale_out]
+enabled = true
+renew_interval = %q
+hold_timeout = %q
+takeover_delay = %q
+[connectors]
+config_type = "local"
+config_dir = "connectors"
+[http]
+enabled = false
+`, addr, renew, hold, takeover), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "numbers.toml"),
+		fmt.Appendf(nil, "type = \"source\"\nkey = \"numbers\"\npath = %q\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\n", source), 0o644))
+}
+
 // Two runtimes of one configuration ([scale_out], state in Iggy) against
 // one Iggy server: the source runs in one of them while the other stands
 // by; when the holder stops, the other takes the source over and goes on
@@ -57,27 +85,7 @@ func TestScaleOutSourceRunsInOneRuntimeAndMoves(t *testing.T) {
 	b := brokertest.Start(t)
 	start := func() (*Runtime, string) {
 		dir := t.TempDir()
-		require.NoError(t, os.MkdirAll(filepath.Join(dir, "connectors"), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.toml"), fmt.Appendf(nil, `
-[iggy]
-address = %q
-create_missing = true
-[state]
-path = "state"
-storage = "iggy"
-[scale_out]
-enabled = true
-renew_interval = "50ms"
-hold_timeout = "300ms"
-takeover_delay = "600ms"
-[connectors]
-config_type = "local"
-config_dir = "connectors"
-[http]
-enabled = false
-`, b.Addr()), 0o644))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "connectors", "numbers.toml"),
-			[]byte("type = \"source\"\nkey = \"numbers\"\npath = \"paced\"\n[[streams]]\nstream = \"s\"\ntopic = \"t\"\n"), 0o644))
+		writeScaleOutConfig(t, dir, b.Addr(), "50ms", "300ms", "600ms", "paced")
 		reg := connector.NewRegistry()
 		require.NoError(t, reg.Register(connector.Info{Kind: connector.KindSource, Name: "paced",
 			NewSource: func(connector.Config) (connector.Source, error) { return &pacedSource{}, nil }}))
