@@ -72,7 +72,7 @@ sent, so the next replay goes on from there; --from first starts over.`,
 			fromOffset = &n
 		}
 		return c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, _ []string) error {
-			r := &replay{cl: cl, stream: args[0], topic: args[1], toStream: toStream, toTopic: toTopic, dryRun: dryRun, out: out}
+			r := &replay{ctx: ctx, cl: cl, stream: args[0], topic: args[1], toStream: toStream, toTopic: toTopic, dryRun: dryRun, out: out}
 			starts := map[uint32]uint64{}
 			t, err := cl.GetTopic(ctx, iggy.NamedID(r.stream), iggy.NamedID(r.topic))
 			if err != nil {
@@ -99,6 +99,7 @@ sent, so the next replay goes on from there; --from first starts over.`,
 // time: grouped by destination, in order, then the batch's last offset is
 // stored.
 type replay struct {
+	ctx                context.Context // the command's: every send and offset store
 	cl                 *iggy.Client
 	stream, topic      string
 	toStream, toTopic  string
@@ -149,7 +150,7 @@ func (r *replay) add(partition uint32, m *iggy.Message) error {
 // flush sends what add gathered from one polled batch, then stores its
 // last offset as the replay consumer's.
 func (r *replay) flush(partition uint32, last uint64) error {
-	ctx := context.Background()
+	ctx := r.ctx
 	if r.sent == nil {
 		r.sent, r.partitionsReplayed = map[string]int{}, map[uint32]uint64{}
 	}
