@@ -99,16 +99,15 @@ sent, so the next replay goes on from there; --from first starts over.`,
 // time: grouped by destination, in order, then the batch's last offset is
 // stored.
 type replay struct {
-	ctx                context.Context // the command's: every send and offset store
-	cl                 *iggy.Client
-	stream, topic      string
-	toStream, toTopic  string
-	dryRun             bool
-	out                io.Writer
-	pending            []replayed
-	sent               map[string]int // per destination stream/topic
-	total              int
-	partitionsReplayed map[uint32]uint64 // last offset replayed per partition
+	ctx               context.Context // the command's: every send and offset store
+	cl                *iggy.Client
+	stream, topic     string
+	toStream, toTopic string
+	dryRun            bool
+	out               io.Writer
+	pending           []replayed
+	sent              map[string]int // per destination stream/topic
+	total             int
 }
 
 type replayed struct {
@@ -152,7 +151,7 @@ func (r *replay) add(partition uint32, m *iggy.Message) error {
 func (r *replay) flush(partition uint32, last uint64) error {
 	ctx := r.ctx
 	if r.sent == nil {
-		r.sent, r.partitionsReplayed = map[string]int{}, map[uint32]uint64{}
+		r.sent = map[string]int{}
 	}
 	for len(r.pending) > 0 {
 		// The longest run to one destination and key, in order.
@@ -182,7 +181,6 @@ func (r *replay) flush(partition uint32, last uint64) error {
 		r.total += n
 		r.pending = r.pending[n:]
 	}
-	r.partitionsReplayed[partition] = last
 	if r.dryRun {
 		return nil
 	}
