@@ -41,6 +41,13 @@
 // message whose confirm the close swallowed is published twice; a connection that fails or a nack
 // is Unavailable, so nothing is dead-lettered while the server is away.
 //
+// Every call to the server (the connect and handshake, channel.open,
+// exchange.declare, confirm.select, a publish and its confirm) is bounded
+// by timeout_secs: amqp091 gives most calls no timeout, and one that a
+// server keeps the connection alive without answering (one still booting,
+// or blocked) would wait for ever. A call with no answer in time closes
+// the connection and fails Unavailable; the next attempt dials again.
+//
 // # Source
 //
 // The source (Ferry's; upstream has none) consumes a queue with manual
@@ -60,7 +67,7 @@
 //	batch_wait = "100ms"           # after the first delivery, how long to wait for more
 //	schema = "json"                # the payloads' format in Iggy: json | text | raw
 //	include_metadata = true        # rabbitmq_exchange, rabbitmq_routing_key, rabbitmq_message_id headers
-//	timeout_secs = 30
+//	timeout_secs = 30              # connect, and each call of Open and Ack, as the sink's
 //
 // A delivery whose message_id is a UUID keeps it as the Iggy message id,
 // so a redelivered message keeps its id. AMQP headers become Iggy headers

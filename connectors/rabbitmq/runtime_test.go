@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -208,6 +209,9 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 			for _, info := range run.Runtime.Connectors(connector.KindSink) {
 				t.Logf("sink %s: %s, %d restarts, last error %q", info.Key, info.Status, info.Restarts, info.LastError)
 			}
+			logGroup(t, run.Runtime, "test_stream", "test_topic", "rabbitmq_sink_connector")
+			buf := make([]byte, 1<<20)
+			t.Logf("goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
 			t.Fatalf("after the outage %d of %d messages arrived: %q", len(got), len(during), got)
 		}
 		for _, d := range drain(t, ch2, q) {
@@ -236,4 +240,25 @@ func reopen(t *testing.T, url, q string) (*amqp.Channel, string) {
 		return err == nil
 	})
 	return ch, q
+}
+
+// logGroup logs a consumer group's members, their partitions and its
+// stored offset on partition 0: why a sink reads nothing.
+func logGroup(t *testing.T, rt interface{ IggyAddress() string }, stream, topic, group string) {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := iggy.Dial(ctx, rt.IggyAddress(), iggy.WithCredentials("iggy", "iggy"))
+	if err != nil {
+		t.Logf("group %s: %v", group, err)
+		return
+	}
+	defer admin.Close()
+	g, err := admin.GetConsumerGroup(ctx, iggy.NamedID(stream), iggy.NamedID(topic), iggy.NamedID(group))
+	if err != nil {
+		t.Logf("group %s: %v", group, err)
+	} else {
+		t.Logf("group %s: %+v", group, *g)
+	}
+	o, err := admin.GetConsumerOffset(ctx, iggy.ConsumerGroup(iggy.NamedID(group)), iggy.NamedID(stream), iggy.NamedID(topic), iggy.Partition(0))
+	t.Logf("group %s offset on partition 0: %+v %v", group, o, err)
 }

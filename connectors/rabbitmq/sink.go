@@ -41,8 +41,8 @@ type Sink struct {
 	maxSize                int64
 	log                    *slog.Logger
 
-	mu   sync.Mutex // guards conn and ch; Consume calls are sequential
-	conn *amqp.Connection
+	mu   sync.Mutex // guards link and ch; Consume calls are sequential
+	link *link
 	ch   *amqp.Channel
 	back chan amqp.Return // returned (unroutable) messages of ch
 }
@@ -84,35 +84,38 @@ func (s *Sink) Open(ctx context.Context) error {
 // holds s.mu.
 func (s *Sink) connect(ctx context.Context) error {
 	s.closeLocked()
-	conn, err := dial(ctx, s.url, s.timeout)
+	l, err := dial(ctx, s.url, s.timeout)
 	if err != nil {
 		return connector.Unavailable(fmt.Errorf("connect to %s: %w", s.safeURL, err))
 	}
-	ch, err := conn.Channel()
+	ch, err := l.channel(ctx, s.timeout)
 	if err != nil {
-		closeConn(conn)
+		_ = l.close()
 		return connector.Unavailable(fmt.Errorf("open a channel on %s: %w", s.safeURL, err))
 	}
 	if s.declare && s.exchange != "" {
-		if err := ch.ExchangeDeclare(s.exchange, s.exchangeType, s.durable, false, false, false, nil); err != nil {
-			closeConn(conn)
+		err := l.bounded(ctx, s.timeout, "exchange.declare", func() error {
+			return ch.ExchangeDeclare(s.exchange, s.exchangeType, s.durable, false, false, false, nil)
+		})
+		if err != nil {
+			_ = l.close()
 			return fmt.Errorf("declare exchange %q (%s, durable %v) on %s: %w", s.exchange, s.exchangeType, s.durable, s.safeURL, err)
 		}
 	}
-	if err := ch.Confirm(false); err != nil {
-		closeConn(conn)
+	if err := l.bounded(ctx, s.timeout, "confirm.select", func() error { return ch.Confirm(false) }); err != nil {
+		_ = l.close()
 		return connector.Unavailable(fmt.Errorf("confirm mode on %s: %w", s.safeURL, err))
 	}
 	s.back = ch.NotifyReturn(make(chan amqp.Return, 64))
-	s.conn, s.ch = conn, ch
+	s.link, s.ch = l, ch
 	return nil
 }
 
 func (s *Sink) closeLocked() {
-	if s.conn != nil {
-		_ = closeConn(s.conn)
+	if s.link != nil {
+		_ = s.link.close()
 	}
-	s.conn, s.ch, s.back = nil, nil, nil
+	s.link, s.ch, s.back = nil, nil, nil
 }
 
 // ConsumesOutOfOrder marks the sink as a connector.UnorderedSink (it may
@@ -218,10 +221,24 @@ func (s *Sink) publishAll(ctx context.Context, msgs []amqp.Publishing, todo []in
 	return nil, nil
 }
 
-// publishRun publishes todo in order and waits for each confirm.
+// publishRun publishes todo in order and waits for each confirm, within
+// timeout_secs: past that the connection is closed (the next attempt
+// dials again) and the unconfirmed messages are returned with an
+// Unavailable error.
 func (s *Sink) publishRun(ctx context.Context, msgs []amqp.Publishing, todo []int, failed connector.MessageErrors) ([]int, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	rest := todo
+	err := s.link.bounded(ctx, s.timeout, "publish and confirm", func() (err error) {
+		rest, err = s.publishConfirm(ctx, msgs, todo, failed)
+		return err
+	})
+	if err != nil && len(rest) == 0 {
+		rest = todo // every confirm came as the timer fired: publish them again (at-least-once)
+	}
+	return rest, err
+}
+
+// publishConfirm is publishRun without its bound.
+func (s *Sink) publishConfirm(ctx context.Context, msgs []amqp.Publishing, todo []int, failed connector.MessageErrors) ([]int, error) {
 	closed := s.ch.NotifyClose(make(chan *amqp.Error, 1))
 	confirms := make([]*amqp.DeferredConfirmation, len(todo))
 	for k, i := range todo {
@@ -317,34 +334,4 @@ func contentType(s connector.Schema) string {
 		return "text/plain"
 	}
 	return "application/octet-stream"
-}
-
-// dial connects with a timeout on the TCP connect and the handshake.
-func dial(ctx context.Context, url string, timeout time.Duration) (*amqp.Connection, error) {
-	type result struct {
-		c   *amqp.Connection
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := amqp.DialConfig(url, amqp.Config{Dial: amqp.DefaultDial(timeout), Heartbeat: 10 * time.Second})
-		done <- result{c, err}
-	}()
-	select {
-	case r := <-done:
-		return r.c, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.c != nil {
-				r.c.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
-}
-
-// closeConn closes c within 5 s: Close waits for the server's close-ok,
-// which a server that is going away may never send.
-func closeConn(c *amqp.Connection) error {
-	return c.CloseDeadline(time.Now().Add(5 * time.Second))
 }

@@ -38,7 +38,7 @@ type Source struct {
 	metadata               bool
 	log                    *slog.Logger
 
-	conn       *amqp.Connection
+	link       *link
 	ch         *amqp.Channel
 	deliveries <-chan amqp.Delivery
 
@@ -75,40 +75,58 @@ func NewSource(cfg connector.Config) (connector.Source, error) {
 // consuming with manual acknowledgements. The state is unused: RabbitMQ
 // keeps what was not acknowledged.
 func (s *Source) Open(ctx context.Context, _ []byte) error {
-	conn, err := dial(ctx, s.url, s.timeout)
+	l, err := dial(ctx, s.url, s.timeout)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", s.safeURL, err)
 	}
-	ch, err := conn.Channel()
+	ch, err := l.channel(ctx, s.timeout)
 	if err != nil {
-		closeConn(conn)
+		_ = l.close()
 		return fmt.Errorf("open a channel on %s: %w", s.safeURL, err)
 	}
-	fail := func(what string, err error) error {
-		closeConn(conn)
-		return fmt.Errorf("%s on %s: %w", what, s.safeURL, err)
+	// Each step is one RPC, bounded by timeout_secs (see link).
+	step := func(what, method string, f func() error) error {
+		if err := l.bounded(ctx, s.timeout, method, f); err != nil {
+			_ = l.close()
+			return fmt.Errorf("%s on %s: %w", what, s.safeURL, err)
+		}
+		return nil
 	}
 	if s.declareQueue {
-		if _, err := ch.QueueDeclare(s.queue, s.durableQ, false, false, false, nil); err != nil {
-			return fail(fmt.Sprintf("declare queue %q", s.queue), err)
+		err := step(fmt.Sprintf("declare queue %q", s.queue), "queue.declare", func() error {
+			_, err := ch.QueueDeclare(s.queue, s.durableQ, false, false, false, nil)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	if s.exchange != "" {
-		if err := ch.ExchangeDeclare(s.exchange, s.exchangeType, s.durableX, false, false, false, nil); err != nil {
-			return fail(fmt.Sprintf("declare exchange %q", s.exchange), err)
+		err := step(fmt.Sprintf("declare exchange %q", s.exchange), "exchange.declare", func() error {
+			return ch.ExchangeDeclare(s.exchange, s.exchangeType, s.durableX, false, false, false, nil)
+		})
+		if err != nil {
+			return err
 		}
-		if err := ch.QueueBind(s.queue, s.routingKey, s.exchange, false, nil); err != nil {
-			return fail(fmt.Sprintf("bind queue %q to exchange %q with %q", s.queue, s.exchange, s.routingKey), err)
+		err = step(fmt.Sprintf("bind queue %q to exchange %q with %q", s.queue, s.exchange, s.routingKey), "queue.bind", func() error {
+			return ch.QueueBind(s.queue, s.routingKey, s.exchange, false, nil)
+		})
+		if err != nil {
+			return err
 		}
 	}
-	if err := ch.Qos(s.prefetch, 0, false); err != nil {
-		return fail("set the prefetch count", err)
+	if err := step("set the prefetch count", "basic.qos", func() error { return ch.Qos(s.prefetch, 0, false) }); err != nil {
+		return err
 	}
-	d, err := ch.Consume(s.queue, "", false, false, false, false, nil)
+	var d <-chan amqp.Delivery
+	err = step(fmt.Sprintf("consume queue %q", s.queue), "basic.consume", func() (err error) {
+		d, err = ch.Consume(s.queue, "", false, false, false, false, nil)
+		return err
+	})
 	if err != nil {
-		return fail(fmt.Sprintf("consume queue %q", s.queue), err)
+		return err
 	}
-	s.conn, s.ch, s.deliveries = conn, ch, d
+	s.link, s.ch, s.deliveries = l, ch, d
 	return nil
 }
 
@@ -200,13 +218,14 @@ func (s *Source) take(b *connector.Batch) (uint64, bool) {
 }
 
 // Ack acknowledges the batch's deliveries (and any before them) once the
-// batch is in Iggy.
-func (s *Source) Ack(_ context.Context, b *connector.Batch) error {
+// batch is in Iggy. basic.ack has no answer, but its write can block on
+// a server that stopped reading: it is bounded like the RPCs.
+func (s *Source) Ack(ctx context.Context, b *connector.Batch) error {
 	tag, ok := s.take(b)
 	if !ok {
 		return nil
 	}
-	if err := s.ch.Ack(tag, true); err != nil {
+	if err := s.link.bounded(ctx, s.timeout, "basic.ack", func() error { return s.ch.Ack(tag, true) }); err != nil {
 		return fmt.Errorf("acknowledge deliveries up to %d on %s (they will be delivered again): %w", tag, s.safeURL, err)
 	}
 	return nil
@@ -222,8 +241,8 @@ func (s *Source) Nack(_ context.Context, b *connector.Batch, cause error) {
 // Close closes the connection; unacknowledged deliveries go back to the
 // queue.
 func (s *Source) Close(context.Context) error {
-	if s.conn != nil {
-		return closeConn(s.conn)
+	if s.link != nil {
+		return s.link.close()
 	}
 	return nil
 }
