@@ -32,6 +32,11 @@
 // before its offset was committed is published again, and a consumer that
 // must not see duplicates deduplicates by message_id.
 //
+// With mandatory = false (upstream's default) RabbitMQ confirms a message
+// that no queue takes and drops it: after a server crash that lost a
+// binding, the sink's messages are confirmed, committed and gone. Set
+// mandatory = true to have such messages dead-lettered instead.
+//
 // A message RabbitMQ refuses (larger than max_message_size, or returned as
 // unroutable with mandatory = true) is a permanent error for that
 // message, with the reason, so the runtime dead-letters it and its

@@ -177,12 +177,22 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 	}
 	t.Parallel()
 	srv := amqptest.Private(t)
-	exchange := amqptest.Name(t, "x")
-	ch, q := queueOn(t, srv.URL, exchange, "iggy.messages")
-	run := connectortest.Start(t, map[string]string{"rabbitmq.toml": upstreamSinkTOML(srv.URL, exchange, "retry_backoff = \"5ms\"")})
+	// The default exchange, to a durable queue named by the routing key.
+	// What is declared seconds before a SIGKILL (a queue, a binding) may
+	// not survive RabbitMQ's restart: the sink's messages were then
+	// confirmed and routed nowhere (mandatory = false), and the test
+	// failed under load although the sink did its part (seen as
+	// StoredOffset = CurrentOffset, then 312 NO_ROUTE; another time 404
+	// no queue). So the sink reaches the server through a proxy that
+	// refuses it until the test declared the queue again after the restart.
+	const exchange, q = "", "iggy.messages"
+	ch := durableQueue(t, srv.URL, q)
+	gate, proxied := newStallProxy(t, srv.URL, 0, 0) // class 0: forwards all
+	run := connectortest.Start(t, map[string]string{"rabbitmq.toml": upstreamSinkTOML(proxied, exchange, "retry_backoff = \"5ms\"")})
 	sendJSON(t, run.Runtime, "test_stream", "test_topic", `{"n":0}`, `{"n":1}`)
 	require.Len(t, collect(t, ch, q, 2), 2)
 
+	gate.refuse.Store(true)
 	srv.Halt()
 	var during []string
 	for i := 2; i < 12; i++ {
@@ -199,6 +209,9 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 	})
 	srv.Resume(t)
 	ch2, _ := reopen(t, srv.URL, q)
+	_, err := ch2.QueueDeclare(q, true, false, false, false, nil)
+	require.NoError(t, err)
+	gate.refuse.Store(false)
 	// The runtime restarts a sink with backoff of up to a minute, so its
 	// next try may come that long after the server is back: wait longer
 	// than that (a liveness bound).
@@ -210,6 +223,7 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 				t.Logf("sink %s: %s, %d restarts, last error %q", info.Key, info.Status, info.Restarts, info.LastError)
 			}
 			logGroup(t, run.Runtime, "test_stream", "test_topic", "rabbitmq_sink_connector")
+			logRoute(t, srv.URL, exchange, "iggy.messages", q)
 			buf := make([]byte, 1<<20)
 			t.Logf("goroutines:\n%s", buf[:goruntime.Stack(buf, true)])
 			t.Fatalf("after the outage %d of %d messages arrived: %q", len(got), len(during), got)
@@ -223,6 +237,19 @@ func TestSinkSurvivesAServerOutage(t *testing.T) {
 		require.Contains(t, got, want, "nothing sent during the outage is lost")
 	}
 	_ = ch
+}
+
+// durableQueue declares the durable queue q and returns a channel.
+func durableQueue(t *testing.T, url, q string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	_, err = ch.QueueDeclare(q, true, false, false, false, nil)
+	require.NoError(t, err)
+	return ch
 }
 
 // reopen returns a channel on a restarted server; q is durable, so it
@@ -261,4 +288,47 @@ func logGroup(t *testing.T, rt interface{ IggyAddress() string }, stream, topic,
 	}
 	o, err := admin.GetConsumerOffset(ctx, iggy.ConsumerGroup(iggy.NamedID(group)), iggy.NamedID(stream), iggy.NamedID(topic), iggy.Partition(0))
 	t.Logf("group %s offset on partition 0: %+v %v", group, o, err)
+}
+
+// logRoute logs whether a message published to exchange with key reaches
+// a queue (a binding the server lost in a crash routes it nowhere), and
+// how many messages q holds.
+func logRoute(t *testing.T, url, exchange, key, q string) {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Logf("route probe: %v", err)
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Logf("route probe: %v", err)
+		return
+	}
+	qi, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
+	if err != nil {
+		t.Logf("queue %s: %v", q, err)
+		return
+	}
+	t.Logf("queue %s: %d messages, %d consumers", q, qi.Messages, qi.Consumers)
+	if err := ch.Confirm(false); err != nil {
+		t.Logf("route probe: %v", err)
+		return
+	}
+	back := ch.NotifyReturn(make(chan amqp.Return, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, key, true, false, amqp.Publishing{Body: []byte(`{"probe":true}`)})
+	if err != nil {
+		t.Logf("route probe: %v", err)
+		return
+	}
+	ok, err := dc.WaitContext(ctx)
+	select {
+	case r := <-back:
+		t.Logf("route probe: exchange %s key %s routes to no queue: %d %s", exchange, key, r.ReplyCode, r.ReplyText)
+	default:
+		t.Logf("route probe: exchange %s key %s routes to a queue (confirmed %v, %v)", exchange, key, ok, err)
+	}
 }

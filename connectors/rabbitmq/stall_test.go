@@ -34,6 +34,7 @@ type stallProxy struct {
 	class, method uint16
 	conns         atomic.Int32
 	stalled       atomic.Bool // the stall began
+	refuse        atomic.Bool // new connections are closed at once
 	wg            sync.WaitGroup
 
 	mu    sync.Mutex
@@ -84,6 +85,10 @@ func (p *stallProxy) serve() {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.refuse.Load() {
+			c.Close()
+			continue
 		}
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
