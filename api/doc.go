@@ -19,6 +19,13 @@
 //	POST   /sinks/{key}/restart               restart this connector alone (204)
 //	DELETE /sinks/{key}                       Ferry: stop the connector and delete every
 //	                                          configuration version of it (204)
+//	GET    /sinks/{key}/dead_letters          Ferry: the dead-letter topics it writes to, with
+//	                                          counts and letters (?offset=N&limit=M per
+//	                                          partition; default the newest 50)
+//	POST   /sinks/{key}/dead_letters/replay   Ferry: replay letters of one of those topics
+//	                                          ({"stream","topic"}, optional "to", "partition"
+//	                                          and "offset" for one letter, "dry_run"; package dlq)
+//	GET    /streams                           Ferry: the Iggy server's streams and topics
 //
 // Errors are {"code": "...", "reason": "..."} with upstream's codes
 // (sink_not_found, sink_config_not_found, invalid_configuration,

@@ -22,6 +22,7 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 	mux.Handle("GET /events", s.handle(s.getEvents))           // Ferry extension (api/events.go)
 	mux.Handle("GET /asyncapi.yaml", s.handle(s.getAsyncAPI))  // Ferry extension (api/events.go)
 	mux.Handle("GET /views/{name}/{key}", s.handle(s.getView)) // Ferry extension (api/views.go)
+	mux.Handle("GET /streams", s.handle(s.getStreams))         // Ferry extension (api/streams.go)
 	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
 		base := "/" + string(kind) + "s"
 		k := kind
@@ -32,7 +33,9 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 		}{
 			{"GET", "/{key}", s.get},
 			{"GET", "/{key}/transforms", s.getTransforms},
-			{"GET", "/{key}/activity", s.getActivity}, // Ferry extension (api/activity.go)
+			{"GET", "/{key}/activity", s.getActivity},                   // Ferry extension (api/activity.go)
+			{"GET", "/{key}/dead_letters", s.getDeadLetters},            // Ferry extension (api/deadletters.go)
+			{"POST", "/{key}/dead_letters/replay", s.replayDeadLetters}, // Ferry extension (api/deadletters.go)
 			{"POST", "/{key}/restart", s.restart},
 			{"DELETE", "/{key}", s.remove}, // Ferry extension
 			{"GET", "/{key}/configs", s.listConfigs},

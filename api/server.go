@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/apitoken"
 	"github.com/ferryhq/ferry/runtime"
 )
@@ -52,6 +53,10 @@ type Runtime interface {
 	// credentials); Config is the runtime's configuration.
 	IggyAddress() string
 	Config() *config.Runtime
+	// Admin is the runtime's client of the Iggy server (the dead-letter
+	// and stream endpoints read through it); nil before the runtime
+	// started.
+	Admin() *iggy.Client
 	// Registry resolves connector paths (and their settings specs, for
 	// redacting answers exactly).
 	Registry() *connector.Registry

@@ -100,6 +100,11 @@ func (r *Runtime) Provider() config.Provider { return r.provider }
 // broker's when it runs).
 func (r *Runtime) IggyAddress() string { return r.addr }
 
+// Admin is the runtime's own client of the Iggy server, logged in with
+// [iggy] credentials; nil before Start. It is safe for concurrent use and
+// closed by Stop: callers must not close it.
+func (r *Runtime) Admin() *iggy.Client { return r.admin }
+
 // StartedAt is when Start was called.
 func (r *Runtime) StartedAt() time.Time { return r.started }
 

@@ -1,38 +1,20 @@
 package main
 
 // ferry dlq: the dead-letter topics the runtime writes (runtime's
-// HeaderDLQ* headers), read and replayed straight from the Iggy server.
+// HeaderDLQ* headers), read and replayed straight from the Iggy server
+// (package dlq).
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferryhq/ferry/dlq"
 	"github.com/ferryhq/ferry/iggy"
-	"github.com/ferryhq/ferry/iggy/header"
-	"github.com/ferryhq/ferry/runtime"
 )
-
-// dlqSuffix ends the name of every dead-letter topic the runtime makes by
-// default (<key>_dead_letter).
-const dlqSuffix = "_dead_letter"
-
-// replayConsumer is the consumer whose offsets on a dead-letter topic say
-// how far ferry dlq replay got.
-const replayConsumer = "ferry-dlq-replay"
-
-// HeaderReplayOf is set on a replayed sink dead letter: the id of the
-// message it is a copy of.
-const HeaderReplayOf = "ferry.replay.of"
 
 func newDLQCmd() *cobra.Command {
 	c := &conn{}
@@ -57,7 +39,11 @@ func newDLQListCmd(c *conn) *cobra.Command {
 		Short: "List the dead-letter topics (names ending in _dead_letter) and how many messages each holds",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
-			streams, err := cl.ListStreams(ctx)
+			stream := ""
+			if len(args) == 1 {
+				stream = args[0]
+			}
+			topics, err := dlq.Topics(ctx, cl, stream)
 			if err != nil {
 				return err
 			}
@@ -68,23 +54,8 @@ func newDLQListCmd(c *conn) *cobra.Command {
 				Replayed uint64 `json:"replayed"`
 			}
 			var rows []row
-			for _, s := range streams {
-				if len(args) == 1 && s.Name != args[0] {
-					continue
-				}
-				topics, err := cl.ListTopics(ctx, iggy.NamedID(s.Name))
-				if err != nil {
-					return err
-				}
-				for _, t := range topics {
-					if strings.HasSuffix(t.Name, dlqSuffix) {
-						replayed, err := replayedCount(ctx, cl, s.Name, t.Name)
-						if err != nil {
-							return err
-						}
-						rows = append(rows, row{s.Name, t.Name, t.MessagesCount, replayed})
-					}
-				}
+			for _, t := range topics {
+				rows = append(rows, row{t.Stream, t.Topic, t.Messages, t.Replayed})
 			}
 			if c.json {
 				return printJSON(out, rows)
@@ -102,102 +73,6 @@ func newDLQListCmd(c *conn) *cobra.Command {
 	}
 }
 
-// replayedCount is how many messages of a dead-letter topic ferry dlq
-// replay has gone past, over its partitions.
-func replayedCount(ctx context.Context, cl *iggy.Client, stream, topic string) (uint64, error) {
-	t, err := cl.GetTopic(ctx, iggy.NamedID(stream), iggy.NamedID(topic))
-	if err != nil {
-		return 0, err
-	}
-	var n uint64
-	for _, p := range t.Partitions {
-		next, err := replayStart(ctx, cl, stream, topic, p.ID)
-		if err != nil {
-			return 0, err
-		}
-		n += min(next, p.CurrentOffset+1)
-	}
-	return n, nil
-}
-
-// replayStart is the offset after the last message replay sent from a
-// partition (0 when it sent none).
-func replayStart(ctx context.Context, cl *iggy.Client, stream, topic string, partition uint32) (uint64, error) {
-	off, err := cl.GetConsumerOffset(ctx, iggy.SingleConsumer(iggy.NamedID(replayConsumer)),
-		iggy.NamedID(stream), iggy.NamedID(topic), iggy.Partition(partition))
-	if errors.Is(err, iggy.ErrConsumerOffsetNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return off.StoredOffset + 1, nil
-}
-
-// deadLetter is one dead-lettered message as ferry dlq shows it.
-type deadLetter struct {
-	Partition uint32 `json:"partition"`
-	Offset    uint64 `json:"offset"`
-	ID        string `json:"id"`
-	Connector string `json:"connector,omitempty"`
-	Error     string `json:"error,omitempty"`
-	At        string `json:"dead_lettered_at,omitempty"`
-	// From is where the message was: stream/topic, with partition and
-	// offset for a sink's, the index in its batch for a source's.
-	Stream      string  `json:"stream,omitempty"`
-	Topic       string  `json:"topic,omitempty"`
-	OrigPart    *uint64 `json:"original_partition,omitempty"`
-	OrigOffset  *uint64 `json:"original_offset,omitempty"`
-	SourceIndex *uint64 `json:"source_index,omitempty"`
-	Payload     string  `json:"payload,omitempty"`
-	PayloadHex  string  `json:"payload_hex,omitempty"`
-}
-
-func describeDeadLetter(partition uint32, m *iggy.Message) deadLetter {
-	d := deadLetter{Partition: partition, Offset: m.Offset, ID: idString(m.ID),
-		Connector: headerText(m, runtime.HeaderDLQConnector), Error: headerText(m, runtime.HeaderDLQError),
-		Stream: headerText(m, runtime.HeaderDLQStream), Topic: headerText(m, runtime.HeaderDLQTopic),
-		OrigPart: headerUint(m, runtime.HeaderDLQPartition), OrigOffset: headerUint(m, runtime.HeaderDLQOffset),
-		SourceIndex: headerUint(m, runtime.HeaderDLQSourceIndex)}
-	if us, err := strconv.ParseInt(headerText(m, runtime.HeaderDLQTimestamp), 10, 64); err == nil {
-		d.At = time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
-	}
-	if utf8.Valid(m.Payload) {
-		d.Payload = string(m.Payload)
-	} else {
-		d.PayloadHex = hex.EncodeToString(m.Payload)
-	}
-	return d
-}
-
-func headerText(m *iggy.Message, name string) string {
-	v, ok := header.Get(m.Headers, name)
-	if !ok {
-		return ""
-	}
-	if s, ok := v.Text(); ok {
-		return s
-	}
-	return v.String()
-}
-
-func headerUint(m *iggy.Message, name string) *uint64 {
-	v, ok := header.Get(m.Headers, name)
-	if !ok {
-		return nil
-	}
-	var n uint64
-	switch {
-	case v.Kind == header.KindUint32 && len(v.Data) == 4:
-		n = uint64(binary.LittleEndian.Uint32(v.Data))
-	case v.Kind == header.KindUint64 && len(v.Data) == 8:
-		n = binary.LittleEndian.Uint64(v.Data)
-	default:
-		return nil
-	}
-	return &n
-}
-
 func newDLQShowCmd(c *conn) *cobra.Command {
 	var offset uint64
 	var count uint32
@@ -211,12 +86,7 @@ func newDLQShowCmd(c *conn) *cobra.Command {
 	cmd.Flags().Uint64Var(&offset, "offset", 0, "the first offset to show, in each partition")
 	cmd.Flags().Uint32VarP(&count, "count", "n", 20, "the most messages to show per partition")
 	cmd.RunE = c.run(func(ctx context.Context, cl *iggy.Client, out io.Writer, args []string) error {
-		var all []deadLetter
-		err := eachDeadLetter(ctx, cl, args[0], args[1], func(uint32) uint64 { return offset }, count,
-			func(p uint32, m *iggy.Message) error {
-				all = append(all, describeDeadLetter(p, m))
-				return nil
-			}, nil)
+		all, err := dlq.Read(ctx, cl, args[0], args[1], offset, count)
 		if err != nil {
 			return explainMissing(ctx, cl, args[0], args[1], -1, err)
 		}
@@ -246,48 +116,4 @@ func newDLQShowCmd(c *conn) *cobra.Command {
 		return nil
 	})
 	return cmd
-}
-
-// eachDeadLetter polls every partition of stream/topic from start(p), at
-// most limit messages per partition (0: all), calling fn for each; after
-// each polled batch whose messages fn took, done (when given) is called
-// with the last offset.
-func eachDeadLetter(ctx context.Context, cl *iggy.Client, stream, topic string, start func(uint32) uint64, limit uint32,
-	fn func(partition uint32, m *iggy.Message) error, done func(partition uint32, last uint64) error) error {
-	t, err := cl.GetTopic(ctx, iggy.NamedID(stream), iggy.NamedID(topic))
-	if err != nil {
-		return err
-	}
-	for _, p := range t.Partitions {
-		next, seen := start(p.ID), uint32(0)
-		for limit == 0 || seen < limit {
-			n := uint32(100)
-			if limit > 0 {
-				n = min(n, limit-seen)
-			}
-			reply, err := cl.PollMessages(ctx, iggy.PollRequest{Consumer: iggy.SingleConsumer(iggy.NamedID(replayConsumer)),
-				Stream: iggy.NamedID(stream), Topic: iggy.NamedID(topic), Partition: iggy.Partition(p.ID),
-				Strategy: iggy.AtOffset(next), Count: n})
-			if err != nil {
-				return err
-			}
-			if len(reply.Messages) == 0 {
-				break
-			}
-			for i := range reply.Messages {
-				if err := fn(p.ID, &reply.Messages[i]); err != nil {
-					return err
-				}
-			}
-			last := reply.Messages[len(reply.Messages)-1].Offset
-			if done != nil {
-				if err := done(p.ID, last); err != nil {
-					return err
-				}
-			}
-			seen += uint32(len(reply.Messages))
-			next = last + 1
-		}
-	}
-	return nil
 }
