@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+
+	"github.com/ferryhq/ferry/console"
 )
 
 // APIKeyHeader is the header that carries [http] api_key (upstream's
@@ -15,7 +17,9 @@ const APIKeyHeader = "api-key"
 // server made in New (package internal/apitoken), which only the
 // runtime's user can read. Unlike upstream's, the API never runs open:
 // it can write files and run commands as the runtime's user, so anyone
-// else on the machine must not reach it.
+// else on the machine must not reach it. A request without the key may
+// instead carry a web console session (consoleSession), which only a
+// holder of the key can open.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(s.key))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,6 +28,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		got, ok := r.Header[http.CanonicalHeaderKey(APIKeyHeader)]
+		if !ok && r.URL.Path != LoginLinksPath && s.consoleSession(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !ok || len(got) != 1 || !keyMatches(got[0], want) {
 			reason := "missing " + APIKeyHeader + " header"
 			if ok {
@@ -41,7 +49,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // public reports whether a request is served without a credential: GET /
-// and /health always (as upstream); with no api_key and [http]
+// and /health always (as upstream); the console's pages (package console,
+// which checks its session itself) but not its login links; with no api_key and [http]
 // public_reads (the default), also GET and HEAD of /stats and the metrics
 // endpoint, which hold no secrets and which scrapers and dashboards read.
 // With api_key set those need the key, as upstream.
@@ -49,6 +58,8 @@ func (s *Server) public(r *http.Request) bool {
 	switch p := r.URL.Path; {
 	case p == "/" || p == "/health":
 		return true
+	case console.IsPath(p):
+		return p != LoginLinksPath
 	case !s.localToken || !s.cfg.PublicReads || (r.Method != http.MethodGet && r.Method != http.MethodHead):
 		return false
 	case p == "/stats":

@@ -22,6 +22,7 @@ func (s *Server) routes() (mux *http.ServeMux, err error) {
 	mux.Handle("GET /events", s.handle(s.getEvents))           // Ferry extension (api/events.go)
 	mux.Handle("GET /asyncapi.yaml", s.handle(s.getAsyncAPI))  // Ferry extension (api/events.go)
 	mux.Handle("GET /views/{name}/{key}", s.handle(s.getView)) // Ferry extension (api/views.go)
+	s.routeConsole(mux)                                        // Ferry extension (api/console.go)
 	mux.Handle("GET /streams", s.handle(s.getStreams))         // Ferry extension (api/streams.go)
 	for _, kind := range []connector.Kind{connector.KindSource, connector.KindSink} {
 		base := "/" + string(kind) + "s"

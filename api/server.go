@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferryhq/ferry/config"
 	"github.com/ferryhq/ferry/connector"
+	"github.com/ferryhq/ferry/console"
 	"github.com/ferryhq/ferry/iggy"
 	"github.com/ferryhq/ferry/internal/apitoken"
 	"github.com/ferryhq/ferry/runtime"
@@ -108,6 +109,10 @@ type Server struct {
 	localToken bool
 	tokenPath  string
 
+	// console is the web console at /ui: its login links and sessions
+	// (api/console.go).
+	console *console.Console
+
 	idsMu sync.Mutex
 	ids   map[connector.Kind]map[string]uint32
 	next  uint32
@@ -147,7 +152,7 @@ func New(rt Runtime, cfg config.HTTP, logger *slog.Logger, opts ...Option) (*Ser
 	}
 	s := &Server{rt: rt, cfg: cfg, log: logger.With("component", "api"), opts: o, probe: newProbe(),
 		ids:      map[connector.Kind]map[string]uint32{connector.KindSource: {}, connector.KindSink: {}},
-		restarts: map[string]*connLock{}, key: cfg.APIKey}
+		restarts: map[string]*connLock{}, key: cfg.APIKey, console: console.New(cfg.TLS.Enabled)}
 	if s.key == "" {
 		s.key, s.localToken = apitoken.New(), true
 	}

@@ -124,6 +124,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm
 fi
 command -v jq >/dev/null 2>&1 || { echo "== installing jq for the shell plugin examples"; apt_install jq; }
+# Debian's Chromium, for the web console's browser test (chromedp drives it).
+if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+  echo "== installing chromium for the web console's browser test (apt-get install chromium)"
+  apt_install chromium
+fi
+export FERRY_CHROMIUM=/usr/bin/chromium FERRY_REQUIRE_CHROMIUM=1
 if [ ! -d examples/plugins/node-source/node_modules ]; then
   echo "== npm ci (examples/plugins/node-source)"
   npm ci --prefix examples/plugins/node-source --no-audit --no-fund --loglevel=error

@@ -56,6 +56,7 @@ func newRootCmd() *cobra.Command {
 		newDeriveCmd(),
 		newStatusCmd(),
 		newDLQCmd(),
+		newUICmd(),
 		newConnectorsCmd(),
 		newBenchCmd(),
 		newPluginCmd(),
