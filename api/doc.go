@@ -26,6 +26,13 @@
 //	                                          ({"stream","topic"}, optional "to", "partition"
 //	                                          and "offset" for one letter, "dry_run"; package dlq)
 //	GET    /streams                           Ferry: the Iggy server's streams and topics
+//	GET    /ui/...                            Ferry: the web console (package console; its
+//	                                          pages check their session themselves)
+//	POST   /ui/login-links                    Ferry: a one-time console login link (the key only)
+//
+// The web console's session cookie is a credential too (api/console.go):
+// a request without the key that carries a live session is served, and
+// one that changes state only from the API's own origin.
 //
 // Errors are {"code": "...", "reason": "..."} with upstream's codes
 // (sink_not_found, sink_config_not_found, invalid_configuration,
