@@ -40,12 +40,13 @@ func (s *Server) routeConsole(mux *http.ServeMux) {
 }
 
 // consoleSession reports whether a request without the key is made by a
-// logged-in console page: it carries a live session cookie and, when it
-// changes state, comes from the API's own origin. The cookie is
+// logged-in console page: it carries a live session's cookie and page key
+// (console.Authorized) and, when it changes state, comes from the API's
+// own origin. The cookie is
 // SameSite=Strict, so other sites' pages do not send it; the origin check
 // also holds where a browser does not honour SameSite.
 func (s *Server) consoleSession(r *http.Request) bool {
-	if !s.console.Session(r) {
+	if !s.console.Authorized(r) {
 		return false
 	}
 	if !changesState(r.Method) {

@@ -3,15 +3,22 @@ package console
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
 
 const (
-	// CookieName is the session cookie's name.
+	// CookieName begins the session cookie's name, which ends with the
+	// API's port (CookieFor): browsers keep cookies per host, not per
+	// port, so runtimes on one host must not overwrite each other's.
 	CookieName = "ferry_console"
+	// KeyHeader carries a session's page key on every API request the
+	// console makes (see Authorized).
+	KeyHeader = "X-Ferry-Console"
 	// LinkLifetime is how long a login link can be used (once).
 	LinkLifetime = 5 * time.Minute
 	// IdleTimeout ends a session that made no request for this long.
@@ -44,6 +51,7 @@ type digest [sha256.Size]byte
 
 type session struct {
 	created, seen time.Time
+	key           digest // the page key's, which Authorized wants in KeyHeader
 }
 
 // New makes a console. secure says the API serves HTTPS, so the session
@@ -78,34 +86,52 @@ func (c *Console) NewLink() Link {
 	return Link{Token: tok, ExpiresAt: exp}
 }
 
-// login spends a link's token and opens a session; ok is false for a
-// token that is unknown, used or expired.
-func (c *Console) login(token string) (cookie string, ok bool) {
+// login spends a link's token and opens a session: its cookie value, and
+// its page key, which the console page keeps in its origin's storage; ok
+// is false for a token that is unknown, used or expired.
+func (c *Console) login(token string) (cookie, key string, ok bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expireLocked(now)
 	h := hash(token)
 	if _, ok := c.links[h]; !ok || token == "" {
-		return "", false
+		return "", "", false
 	}
 	delete(c.links, h)
 	for len(c.sessions) >= maxSessions {
 		c.dropOldestSessionLocked()
 	}
-	cookie = randomToken()
-	c.sessions[hash(cookie)] = &session{created: now, seen: now}
-	return cookie, true
+	cookie, key = randomToken(), randomToken()
+	c.sessions[hash(cookie)] = &session{created: now, seen: now, key: hash(key)}
+	return cookie, key, true
 }
 
 // Session reports whether r carries the cookie of a live session, and
-// marks the session used. The API calls it for a request without its
-// key; the caller also checks that a request which changes state comes
-// from the console's own origin.
+// marks the session used: enough to be served the console's page, which
+// holds nothing of the runtime's.
 func (c *Console) Session(r *http.Request) bool {
-	ck, err := r.Cookie(CookieName)
+	_, ok := c.session(r)
+	return ok
+}
+
+// Authorized reports whether r comes from a logged-in console page: the
+// cookie of a live session and, in KeyHeader, that session's page key.
+// The cookie alone is not enough because a browser sends a host's
+// cookies to every port of it, so a page of another server on the same
+// host (another user's, say) would receive it; the page key is kept in
+// the console origin's own storage, which no other origin reads. The API
+// calls it for a request without its key, and also checks that a
+// request which changes state comes from the console's own origin.
+func (c *Console) Authorized(r *http.Request) bool {
+	s, ok := c.session(r)
+	return ok && subtle.ConstantTimeCompare(hashBytes(r.Header.Get(KeyHeader)), s.key[:]) == 1
+}
+
+func (c *Console) session(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(CookieFor(r.Host))
 	if err != nil || ck.Value == "" {
-		return false
+		return session{}, false
 	}
 	now := c.now()
 	c.mu.Lock()
@@ -113,15 +139,34 @@ func (c *Console) Session(r *http.Request) bool {
 	s, ok := c.sessions[hash(ck.Value)]
 	if !ok || !s.live(now) {
 		delete(c.sessions, hash(ck.Value))
-		return false
+		return session{}, false
 	}
 	s.seen = now
-	return true
+	return *s, true
+}
+
+// CookieFor is the session cookie's name for an API reached at host
+// (a Host header): CookieName, "_" and the port's digits.
+func CookieFor(host string) string {
+	port := ""
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		port = host[i+1:]
+	}
+	for _, r := range port {
+		if r < '0' || r > '9' {
+			port = ""
+			break
+		}
+	}
+	if port == "" {
+		return CookieName
+	}
+	return CookieName + "_" + port
 }
 
 // logout ends the session r carries, if any.
 func (c *Console) logout(r *http.Request) {
-	if ck, err := r.Cookie(CookieName); err == nil {
+	if ck, err := r.Cookie(CookieFor(r.Host)); err == nil {
 		c.mu.Lock()
 		delete(c.sessions, hash(ck.Value))
 		c.mu.Unlock()
@@ -176,10 +221,10 @@ func (c *Console) dropOldestSessionLocked() {
 	delete(c.sessions, oldest)
 }
 
-// cookie is the session cookie for value; an empty value and maxAge -1
-// clear it.
-func (c *Console) cookie(value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: value, Path: "/", MaxAge: maxAge,
+// cookie is the session cookie of the API at host for value; an empty
+// value and maxAge -1 clear it.
+func (c *Console) cookie(host, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: CookieFor(host), Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteStrictMode}
 }
 
@@ -190,3 +235,5 @@ func randomToken() string {
 }
 
 func hash(s string) digest { return sha256.Sum256([]byte(s)) }
+
+func hashBytes(s string) []byte { h := hash(s); return h[:] }

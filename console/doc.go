@@ -16,14 +16,21 @@
 //
 // The session cookie is HttpOnly (no script reads it), SameSite=Strict (no
 // other site's page makes the browser send it), Secure when the API
-// serves HTTPS, and scoped to the API's path "/". A session ends after
+// serves HTTPS, and named after the API's port. A cookie alone would not
+// do: browsers send a host's cookies to every port of it, so a server
+// another user runs on the same machine would receive it from the
+// operator's browser. So the login also gives the page a key, in the
+// redirect's fragment (which no server sees), that the page keeps in its
+// own origin's storage (which other ports cannot read) and sends in the
+// X-Ferry-Console header: the API accepts the cookie only with the key
+// of its session ([Console.Authorized]). A session ends after
 // [IdleTimeout] without a request, after [MaxAge] in all, at POST
 // /ui/logout, and when the runtime restarts: sessions live in memory
 // only, and a restarted runtime asks for `ferry ui` again. The API
-// accepts a session wherever it accepts the key ([Console.Session]); a
-// request that changes state must also come from the console's own origin
-// (the API's guard and [Console.Session] both check it), and every body is
-// JSON, which a cross-site form cannot send.
+// accepts a session wherever it accepts the key; a request that changes
+// state must also come from the console's own origin (the API's guard and
+// its session check both look), and every body is JSON, which a
+// cross-site form cannot send.
 //
 // # The pages
 //

@@ -51,19 +51,22 @@ func (c *Console) Handler() http.Handler {
 		files.ServeHTTP(w, r)
 	}))
 	mux.HandleFunc("GET "+LoginPath, func(w http.ResponseWriter, r *http.Request) {
-		cookie, ok := c.login(r.URL.Query().Get("token"))
+		cookie, key, ok := c.login(r.URL.Query().Get("token"))
 		if !ok {
 			page(w, http.StatusUnauthorized, "This login link does not work",
 				"The link was used already, has expired (links work once, for a few minutes), or comes from another run of the runtime. Run `ferry ui` again for a new one.")
 			return
 		}
-		http.SetCookie(w, c.cookie(cookie, int(MaxAge.Seconds())))
+		http.SetCookie(w, c.cookie(r.Host, cookie, int(MaxAge.Seconds())))
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, "/ui/", http.StatusSeeOther) // the token leaves the address bar
+		// The token leaves the address bar; the page key arrives in the
+		// fragment, which browsers send to no server, and the page moves
+		// it into its origin's storage at once.
+		http.Redirect(w, r, "/ui/#key="+key, http.StatusSeeOther)
 	})
 	mux.HandleFunc("POST /ui/logout", func(w http.ResponseWriter, r *http.Request) {
 		c.logout(r)
-		http.SetCookie(w, c.cookie("", -1))
+		http.SetCookie(w, c.cookie(r.Host, "", -1))
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

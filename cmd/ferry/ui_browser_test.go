@@ -52,8 +52,8 @@ func uiLink(t *testing.T, live *liveRuntime) string {
 }
 
 // TestConsoleLoginLinks: a link logs in once, its token leaves the
-// address, the session opens the API but cannot make links, and nothing
-// opens it without a link.
+// address, the session (cookie and page key together) opens the API but
+// cannot make links, and nothing opens it without a link.
 func TestConsoleLoginLinks(t *testing.T) {
 	t.Parallel()
 	live := startLiveRuntime(t, t.TempDir())
@@ -75,13 +75,29 @@ func TestConsoleLoginLinks(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "/ui/", res.Request.URL.Path, "redirected off the link")
 	require.Empty(t, res.Request.URL.RawQuery, "the token left the address")
+	require.Equal(t, http.StatusUnauthorized, get(live.url+"/sinks").StatusCode, "the cookie alone does not open the API")
+	key, ok := strings.CutPrefix(res.Request.URL.Fragment, "key=")
+	require.True(t, ok, "the page key in the fragment: %q", res.Request.URL.Fragment)
+	withKey := func(method, path, origin string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, live.url+path, nil)
+		require.NoError(t, err)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set(console.KeyHeader, key)
+		res, err := browser.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, withKey("GET", "/sinks", ""), "cookie and page key open the API")
 	require.Contains(t, res.Header.Get("Content-Security-Policy"), "script-src 'self'")
-	require.Equal(t, http.StatusOK, get(live.url+"/sinks").StatusCode, "the session opens the API")
 
 	u, _ := url.Parse(live.url)
 	var cookie *http.Cookie
 	for _, c := range jar.Cookies(u) {
-		if c.Name == console.CookieName {
+		if c.Name == console.CookieFor(u.Host) {
 			cookie = c
 		}
 	}
@@ -116,6 +132,7 @@ func TestConsoleLoginLinks(t *testing.T) {
 			req.Header.Set("Origin", origin)
 		}
 		req.AddCookie(cookie)
+		req.Header.Set(console.KeyHeader, key)
 		res, err := other.Do(req)
 		require.NoError(t, err)
 		res.Body.Close()
@@ -134,7 +151,7 @@ func TestConsoleLoginLinks(t *testing.T) {
 	require.NoError(t, err)
 	res3.Body.Close()
 	require.Equal(t, http.StatusNoContent, res3.StatusCode)
-	require.Equal(t, http.StatusUnauthorized, get(live.url+"/sinks").StatusCode, "logged out")
+	require.Equal(t, http.StatusUnauthorized, withKey("GET", "/sinks", ""), "logged out")
 }
 
 // TestConsoleInChromium drives the console in headless Chromium: log in
@@ -208,7 +225,9 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("%s: %q never came (last %q); the page shows:\n%s", what, sel, last, page())
 		return ""
 	}
-	is := func(want string) func(string) bool { return func(s string) bool { return strings.TrimSpace(s) == want } }
+	is := func(want string) func(string) bool {
+		return func(s string) bool { return strings.TrimSpace(s) == want }
+	}
 	has := func(want string) func(string) bool { return func(s string) bool { return strings.Contains(s, want) } }
 	goTo := func(hash string) {
 		t.Helper()
@@ -220,7 +239,10 @@ func TestConsoleInChromium(t *testing.T) {
 	run("log in", chromedp.Navigate(uiLink(t, live)), chromedp.WaitVisible(chromedp.CSS(`#nav`)))
 	loc, err := chromedp.Run(ctx, chromedp.Location())
 	require.NoError(t, err)
-	require.Equal(t, live.url+"/ui/", loc)
+	require.Equal(t, live.url+"/ui/#/connectors", loc, "the token and the page key left the address")
+	stored, err := chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("ferry-console-key") || ""`))
+	require.NoError(t, err)
+	require.Len(t, stored, 43, "the page key kept in the origin's storage")
 
 	// Create a hook that refuses the payload "poison".
 	goTo("#/hooks")

@@ -35,8 +35,20 @@
 
   let sessionOver = false;
 
+  // The page key: the login's redirect brings it in the fragment (which
+  // no server sees); it moves into this origin's storage at once, and
+  // every API request carries it next to the session cookie. The cookie
+  // reaches every port of this host; the key stays with this origin.
+  const keyName = 'ferry-console-key';
+  const fromLogin = location.hash.match(/^#key=([A-Za-z0-9_-]+)$/);
+  if (fromLogin) {
+    localStorage.setItem(keyName, fromLogin[1]);
+    history.replaceState(null, '', location.pathname + '#/connectors');
+  }
+  const pageKey = localStorage.getItem(keyName) || '';
+
   async function api(method, path, body) {
-    const init = { method, credentials: 'same-origin', headers: {} };
+    const init = { method, credentials: 'same-origin', headers: { 'X-Ferry-Console': pageKey } };
     if (body !== undefined) {
       init.headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -435,6 +447,7 @@
   }
 
   document.getElementById('logout').addEventListener('click', async () => {
+    localStorage.removeItem(keyName);
     await fetch('/ui/logout', { method: 'POST', credentials: 'same-origin' });
     location.href = '/ui/';
   });
